@@ -1,0 +1,55 @@
+# strata: see README.md. Every target works on a fresh machine with only Go;
+# what a target needs beyond that it installs (Debian packages via apt-get)
+# or skips with a message saying why.
+
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+# Packages whose tests run the real binaries; they run once, not under -race.
+E2E       := ./e2e/...
+FUZZTIME  ?= 10s
+
+.PHONY: all build test test-unit test-race e2e lint fuzz bench clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# test is what CI runs (.ci/run): lint, unit tests with invariants on,
+# the race detector over every package but e2e, and the e2e tests.
+test: lint test-unit test-race
+
+test-unit:
+	$(GO) test -tags invariants -count=1 $(PKGS)
+
+test-race:
+	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v /e2e)
+
+e2e: build
+	$(GO) test -count=1 $(E2E)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags invariants $(PKGS)
+	$(GO) test -count=1 -run 'TestLayering' ./e2e
+
+# fuzz runs every Fuzz target for FUZZTIME each (go test -fuzz takes one
+# target per invocation).
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+	  dir=$$(dirname $$f); \
+	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+	    echo "== $$dir $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+	  done; \
+	done
+
+bench:
+	@echo "make bench: no benchmarks yet"
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the import graph of DESIGN.md ("Layout") and STYLE.md
+// rule 1: for each top-level directory, the strata directories its packages
+// may import. Imports point down the table and never back up.
+var allowedImports = map[string][]string{
+	"blockdev":  nil,
+	"admission": nil,
+	"hybrid":    {"blockdev", "admission", "hybrid"},
+	"proxy":     {"hybrid", "proxy"},
+	"configs":   {"blockdev", "admission", "hybrid", "proxy", "configs"},
+	"cmd":       {"blockdev", "admission", "hybrid", "proxy", "configs"},
+	"e2e":       {"blockdev", "admission", "hybrid", "proxy", "configs", "e2e"},
+}
+
+// importersOfConfigs: only the binary and the e2e tests may import configs.
+var importersOfConfigs = map[string]bool{"cmd/proxy": true, "e2e": true, "configs": true}
+
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "-tags", "invariants", "strata/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p listedPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(p.ImportPath, "strata/")
+		top, _, _ := strings.Cut(rel, "/")
+		allowed, known := allowedImports[top]
+		if !known {
+			t.Errorf("%s: top-level directory %q is not in DESIGN.md's layout", p.ImportPath, top)
+			continue
+		}
+		imports := append(append(append([]string{}, p.Imports...), p.TestImports...), p.XTestImports...)
+		for _, imp := range imports {
+			if !strings.HasPrefix(imp, "strata/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, "strata/")
+			depTop, _, _ := strings.Cut(dep, "/")
+			if !contains(allowed, depTop) {
+				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, top, allowed)
+			}
+			if depTop == "configs" && !importersOfConfigs[rel] && !importersOfConfigs[top] {
+				t.Errorf("%s imports %s: only cmd/proxy and e2e may import configs", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
