@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// Admin serves the admin listener: GET /metrics (Prometheus exposition of
+// the Gatherer), GET /healthz (the process runs), GET /readyz (200 once
+// SetReady(true), 503 before and while draining), and POST /purge with
+// url= in the query or a form body, behind "Authorization: Bearer
+// <Options.PurgeToken>" (compared in constant time; no token configured:
+// 403 for everyone).
+type Admin struct {
+	s       *Server
+	metrics fasthttp.RequestHandler
+	token   []byte
+	ready   atomic.Bool
+}
+
+// NewAdmin returns the admin handler of s exposing g (typically the
+// prometheus.Registry given as Options.Registerer; nil: /metrics is 404).
+func NewAdmin(s *Server, g prometheus.Gatherer) *Admin {
+	a := &Admin{s: s, token: []byte(s.opts.PurgeToken)}
+	if g != nil {
+		a.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	return a
+}
+
+// SetReady flips /readyz; the binary sets it once listeners are up and
+// clears it when draining.
+func (a *Admin) SetReady(v bool) { a.ready.Store(v) }
+
+// Handler is the fasthttp handler of the admin listener.
+func (a *Admin) Handler(ctx *fasthttp.RequestCtx) {
+	switch string(ctx.Path()) {
+	case "/metrics":
+		if a.metrics == nil {
+			ctx.Error("no metrics\n", fasthttp.StatusNotFound)
+			return
+		}
+		a.metrics(ctx)
+	case "/healthz":
+		ctx.SetBodyString("ok\n")
+	case "/readyz":
+		if !a.ready.Load() || a.s.closed.Load() {
+			ctx.Error("not ready\n", fasthttp.StatusServiceUnavailable)
+			return
+		}
+		ctx.SetBodyString("ready\n")
+	case "/purge":
+		a.purge(ctx)
+	default:
+		ctx.Error("not found\n", fasthttp.StatusNotFound)
+	}
+}
+
+func (a *Admin) purge(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		ctx.Error("POST only\n", fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	if len(a.token) == 0 {
+		ctx.Error("purge disabled: no token configured\n", fasthttp.StatusForbidden)
+		return
+	}
+	got, ok := bytes.CutPrefix(ctx.Request.Header.Peek("Authorization"), []byte("Bearer "))
+	if !ok || subtle.ConstantTimeCompare(got, a.token) != 1 {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="strata"`)
+		ctx.Error("unauthorized\n", fasthttp.StatusUnauthorized)
+		return
+	}
+	u := ctx.QueryArgs().Peek("url")
+	if len(u) == 0 {
+		u = ctx.PostArgs().Peek("url")
+	}
+	found, err := a.s.Purge(string(u))
+	switch {
+	case err != nil:
+		ctx.Error(err.Error()+"\n", fasthttp.StatusBadRequest)
+	case found:
+		ctx.SetBodyString("purged\n")
+	default:
+		ctx.Error("not cached\n", fasthttp.StatusNotFound)
+	}
+}

@@ -1,0 +1,31 @@
+package proxy
+
+import "errors"
+
+var (
+	// ErrInvalidOptions wraps every problem Options.Validate reports.
+	ErrInvalidOptions = errors.New("proxy: invalid options")
+	// ErrNoOrigin: no origin matches the request's Host and none is the default.
+	ErrNoOrigin = errors.New("proxy: no origin for host")
+	// ErrOriginTimeout: the origin did not answer (or stalled) within
+	// OriginOptions.ResponseTimeout. Served as 504.
+	ErrOriginTimeout = errors.New("proxy: origin timeout")
+	// ErrOriginUnreachable: connecting to or talking with the origin failed
+	// before a response arrived. Served as 502.
+	ErrOriginUnreachable = errors.New("proxy: origin unreachable")
+	// ErrTruncated: the origin body ended before its declared length, or the
+	// chunked body ended without its final chunk, or reading it failed.
+	ErrTruncated = errors.New("proxy: origin body truncated")
+	// ErrCorrupt: a record read back from the store does not decode. The
+	// request is served as a miss and the record is counted.
+	ErrCorrupt = errors.New("proxy: corrupt stored object")
+	// ErrFillLagged: a reader of a shared fill fell behind the fill's
+	// in-memory window and the bytes it needs are neither in memory nor in
+	// the store. Its connection is closed.
+	ErrFillLagged = errors.New("proxy: reader fell behind the fill")
+	// ErrClosed: the Server is closed.
+	ErrClosed = errors.New("proxy: server closed")
+	// ErrPurgeURL: the URL given to Purge does not parse as an absolute
+	// http or https URL.
+	ErrPurgeURL = errors.New("proxy: purge: bad URL")
+)

@@ -1,0 +1,433 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// A fill is one origin fetch shared by every request for its key that
+// arrives while it runs (request coalescing). It is run by its own
+// goroutine, owned by the Server (wg, cancelled through s.life), with a
+// context of its own: no client's disconnect cancels it.
+//
+// Body buffering: the fill keeps a window of FillWindow slice buffers;
+// slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
+// (doubling, up to SliceSize) only as bytes arrive. A completed slice is
+// inserted into the store as soon as the next one starts, so a slot can be
+// reused without waiting for readers: a reader that fell behind the
+// window reads the slice back from the store, and if the store dropped it
+// (admission), the reader fails with ErrFillLagged and its client sees a
+// closed connection. When the object stops being stored (it grew past
+// MaxObjectSize) the fill instead waits for the slowest reader before it
+// reuses a slot, and stops when no reader is left. Memory per fill is at
+// most FillWindow × (SliceSize + slice header), and at most MaxFills fills
+// run at once.
+type fill struct {
+	s   *Server
+	key []byte // object key, owned
+
+	mu    sync.Mutex
+	cond  sync.Cond // progress, headers, end, a reader leaving
+	state fillState
+	err   error // failure; readers return it (their client connection closes)
+	refs  int   // handlers holding the fill + the fill goroutine; slots released at 0
+
+	obj      object // the record being built; obj.Headers borrow hdrBuf
+	hdrBuf   []byte
+	handOff  *fasthttp.Response // fillPrivate: the origin response, for the leader
+	declared int64              // origin Content-Length, or <0 when unknown
+	received int64
+	done     bool // the whole body arrived with the right length
+	storing  bool
+	inserted int // slices [0, inserted) were offered to the store
+	window   [][]byte
+	slotIdx  []int
+	readers  []*fillReader
+	waiting  bool // the fill goroutine waits for a reader to advance
+	expiry   time.Time
+}
+
+type fillState uint8
+
+const (
+	fillPending fillState = iota // waiting for the origin's headers
+	fillShared                   // storable: readers share the body
+	fillPrivate                  // not storable: the leader got the response, others fetch their own
+	fillFailed                   // the origin failed before headers
+)
+
+// fillMap is the sharded in-flight map key → fill.
+type fillMap struct {
+	seed   maphash.Seed
+	shards [64]struct {
+		mu sync.Mutex
+		m  map[string]*fill
+		_  [40]byte
+	}
+}
+
+func (fm *fillMap) init() {
+	fm.seed = maphash.MakeSeed()
+	for i := range fm.shards {
+		fm.shards[i].m = make(map[string]*fill)
+	}
+}
+
+// join returns the fill for key, creating it (leader = true) if none
+// runs. The caller holds a reference and must drop it (f.release) or hand
+// it to a reader.
+func (fm *fillMap) join(s *Server, key []byte) (f *fill, leader bool) {
+	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if f = sh.m[string(key)]; f != nil {
+		f.mu.Lock()
+		f.refs++
+		f.mu.Unlock()
+		return f, false
+	}
+	f = &fill{s: s, key: append([]byte(nil), key...), refs: 2, declared: -1}
+	f.cond.L = &f.mu
+	sh.m[string(f.key)] = f
+	return f, true
+}
+
+func (fm *fillMap) remove(f *fill) {
+	sh := &fm.shards[maphash.Bytes(fm.seed, f.key)%uint64(len(fm.shards))]
+	sh.mu.Lock()
+	if sh.m[string(f.key)] == f {
+		delete(sh.m, string(f.key))
+	}
+	sh.mu.Unlock()
+}
+
+// miss serves a cacheable request that the store could not answer.
+func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) {
+	if s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
+		s.pass(ctx, o, cs)
+		return
+	}
+	f, leader := s.fills.join(s, st.key)
+	if leader {
+		s.startFill(ctx, f, o, &st.rp)
+	}
+	state, resp, err := f.waitHeaders(leader)
+	switch {
+	case state == fillFailed:
+		f.release()
+		s.failOrigin(ctx, err)
+	case state == fillPrivate && leader:
+		f.release()
+		s.writePass(ctx, resp, cs)
+	case state == fillPrivate:
+		f.release()
+		s.pass(ctx, o, cs)
+	default:
+		if !leader {
+			cs = csCollapsed
+		} else {
+			cs = cs.stored()
+		}
+		s.serveFill(ctx, f, o, cs)
+	}
+}
+
+// startFill builds the origin request from the client's and starts the
+// fill goroutine.
+func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, rp *RequestPolicy) {
+	req := fasthttp.AcquireRequest()
+	ctx.Request.Header.CopyTo(&req.Header)
+	for _, h := range fillDropped {
+		req.Header.DelBytes(h)
+	}
+	req.Header.DelBytes(hdrContentLength)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	s.prepareOriginRequest(req, ctx, o)
+	s.nfills.Add(1)
+	s.m.inflightFills.Inc()
+	s.wg.Add(1)
+	go s.runFill(f, o, req, *rp)
+}
+
+// serveFill answers from a shared fill: the stored headers now, the body
+// as it arrives.
+func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cacheStatus) {
+	r := f.newReader()
+	if r == nil { // the window moved past the start of an unstored body
+		s.pass(ctx, o, cs)
+		return
+	}
+	resp := &ctx.Response
+	resp.SetStatusCode(f.obj.Status)
+	writeHeaders(&resp.Header, f.obj.Headers)
+	if f.obj.AgeHeader > 0 {
+		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
+	}
+	s.finishHeaders(resp, cs)
+	resp.SetBodyStream(r, int(f.declared))
+}
+
+// runFill is the fill goroutine.
+func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPolicy) {
+	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	defer func() {
+		if p := recover(); p != nil {
+			s.opts.Logger.Error("proxy: fill panicked", "panic", p)
+			f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
+		}
+		cancel()
+		s.fills.remove(f)
+		f.release()
+		s.nfills.Add(-1)
+		s.m.inflightFills.Dec()
+		s.wg.Done()
+	}()
+	resp := fasthttp.AcquireResponse()
+	reqTime := s.opts.Now()
+	err := o.do(ctx, req, resp)
+	fasthttp.ReleaseRequest(req)
+	respTime := s.opts.Now()
+	s.m.originDuration.Observe(respTime.Sub(reqTime).Seconds())
+	if err != nil {
+		s.countOriginError(err)
+		fasthttp.ReleaseResponse(resp)
+		f.fail(err)
+		return
+	}
+	var si StoreInfo
+	StoreDecision(&si, &rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+	cl := int64(resp.Header.ContentLength())
+	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || resp.BodyStream() == nil {
+		f.setPrivate(resp) // the leader owns resp now
+		return
+	}
+	f.start(&si, resp, reqTime, respTime)
+	body := resp.BodyStream()
+	stop := context.AfterFunc(ctx, func() {
+		closeBody(body, ctx.Err())
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	err = f.pump(ctx, body)
+	stop()
+	if err != nil {
+		s.countOriginError(err)
+		f.fail(err)
+	}
+	resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+}
+
+// start records the response headers and opens the fill to readers.
+func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := &f.obj
+	o.Status = resp.StatusCode()
+	o.Gen = rand.Uint64()
+	o.SliceSize = f.s.opts.SliceSize
+	o.RequestTime, o.ResponseTime = reqTime, respTime
+	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
+	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
+	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
+	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
+	o.MustRevalidate = si.MustRevalidate
+	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
+	f.hdrBuf = append(f.hdrBuf, si.ETag...)
+	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]
+	if len(o.ETag) == 0 {
+		o.ETag = nil
+	}
+	if cl := resp.Header.ContentLength(); cl >= 0 {
+		f.declared = int64(cl)
+	}
+	keep := max(si.StaleWhileRevalidate, si.StaleIfError, f.s.opts.Policy.Grace)
+	f.expiry = respTime.Add(si.Lifetime + keep)
+	w := f.s.opts.FillWindow
+	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
+	for i := range f.slotIdx {
+		f.slotIdx[i] = -1
+	}
+	f.storing = true
+	f.state = fillShared
+	f.cond.Broadcast()
+}
+
+func (f *fill) setPrivate(resp *fasthttp.Response) {
+	f.mu.Lock()
+	f.state, f.handOff = fillPrivate, resp
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// fail records err; readers see it and their connections close.
+func (f *fill) fail(err error) {
+	f.mu.Lock()
+	if f.err == nil && !f.done {
+		f.err = err
+		if f.state == fillPending {
+			f.state = fillFailed
+		}
+	}
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// waitHeaders blocks until the origin's headers are known (bounded by
+// ResponseTimeout and FillTimeout). The leader of a private fill gets the
+// origin response and must release it.
+func (f *fill) waitHeaders(leader bool) (fillState, *fasthttp.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.state == fillPending {
+		f.cond.Wait()
+	}
+	var resp *fasthttp.Response
+	if f.state == fillPrivate && leader {
+		resp, f.handOff = f.handOff, nil
+	}
+	return f.state, resp, f.err
+}
+
+// release drops a reference; the last one returns the window's buffers.
+func (f *fill) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refs--
+	if f.refs > 0 {
+		return
+	}
+	for i, b := range f.window {
+		putSlab(b)
+		f.window[i] = nil
+	}
+	if f.handOff != nil { // no leader took it (cannot happen: the leader always waits)
+		fasthttp.ReleaseResponse(f.handOff)
+		f.handOff = nil
+	}
+}
+
+var errNoReaders = errors.New("proxy: fill not stored and no reader left")
+
+// pump copies the origin body into the window, offering completed slices
+// to the store, and commits the record at the end.
+func (f *fill) pump(ctx context.Context, body io.Reader) error {
+	sz, hdr := int64(f.s.opts.SliceSize), sliceHeaderLen
+	for {
+		idx := int(f.received / sz)
+		if f.received%sz == 0 && f.received > 0 {
+			f.insertSlice(idx - 1)
+		}
+		f.mu.Lock()
+		slot := idx % len(f.window)
+		if f.slotIdx[slot] != idx {
+			if err := f.takeSlot(ctx, slot, idx); err != nil {
+				f.mu.Unlock()
+				return err
+			}
+		}
+		buf := growSlab(&f.window[slot], hdr+int(sz))
+		f.mu.Unlock()
+		n, err := body.Read(buf[len(buf):min(cap(buf), hdr+int(sz))])
+		f.mu.Lock()
+		f.window[slot] = f.window[slot][:len(buf)+n]
+		f.received += int64(n)
+		if f.received > f.s.opts.MaxObjectSize || (f.declared >= 0 && f.received > f.declared) {
+			f.storing = false
+		}
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		if err == io.EOF {
+			return f.finish()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrTruncated, err)
+		}
+	}
+}
+
+// takeSlot makes slot hold slice idx. REQUIRES: f.mu held.
+func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
+	evict := int64(f.slotIdx[slot]+1) * int64(f.s.opts.SliceSize)
+	for !f.storing && f.slotIdx[slot] >= 0 && f.minReaderPos() < evict {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.waiting = true
+		f.cond.Wait()
+	}
+	if !f.storing && len(f.readers) == 0 {
+		return errNoReaders
+	}
+	f.slotIdx[slot] = idx
+	f.window[slot] = appendSliceRoom(f.window[slot][:0])
+	return nil
+}
+
+// minReaderPos is the smallest position of a reader. REQUIRES: f.mu held.
+func (f *fill) minReaderPos() int64 {
+	p := int64(1<<63 - 1)
+	for _, r := range f.readers {
+		p = min(p, r.pos)
+	}
+	return p
+}
+
+// insertSlice offers slice idx (complete, still in its slot) to the store.
+// Only the fill goroutine writes slots, so the slot is read without f.mu.
+func (f *fill) insertSlice(idx int) {
+	f.mu.Lock()
+	ok := f.storing && idx == f.inserted
+	slot := f.window[idx%len(f.window)]
+	f.mu.Unlock()
+	if !ok {
+		return
+	}
+	data := slot[sliceHeaderLen:]
+	appendSliceHeader(slot[:0], f.obj.Gen, idx, data)
+	var kb [256]byte
+	f.s.store.Insert(sliceKey(kb[:0], f.key, idx), slot, f.expiry)
+	f.mu.Lock()
+	f.inserted = idx + 1
+	f.mu.Unlock()
+}
+
+// finish checks the length and commits: last slice first, record last.
+func (f *fill) finish() error {
+	f.mu.Lock()
+	n, declared, storing := f.received, f.declared, f.storing
+	f.mu.Unlock()
+	if declared >= 0 && n != declared {
+		return fmt.Errorf("%w: %d of %d bytes", ErrTruncated, n, declared)
+	}
+	sz := int64(f.s.opts.SliceSize)
+	if storing {
+		f.obj.BodyLen = n
+		if n <= sz {
+			if n > 0 {
+				f.obj.Body = f.window[0][sliceHeaderLen:]
+			}
+		} else {
+			f.insertSlice(int((n - 1) / sz))
+		}
+		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
+		rec = appendObject(rec[:0], &f.obj)
+		var kb [256]byte
+		f.s.store.Insert(metaKey(kb[:0], f.key), rec, f.expiry)
+		putSlab(rec)
+	}
+	f.mu.Lock()
+	f.done = true
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Header names, prebuilt so that the hot paths do not convert strings.
+var (
+	hdrAge              = []byte("Age")
+	hdrAltSvc           = []byte("Alt-Svc")
+	hdrCacheStatus      = []byte("Cache-Status")
+	hdrConnection       = []byte("Connection")
+	hdrContentLength    = []byte("Content-Length")
+	hdrKeepAlive        = []byte("Keep-Alive")
+	hdrProxyPrefix      = []byte("Proxy-")
+	hdrTE               = []byte("TE")
+	hdrTrailer          = []byte("Trailer")
+	hdrTransferEncoding = []byte("Transfer-Encoding")
+	hdrUpgrade          = []byte("Upgrade")
+	hdrVia              = []byte("Via")
+	hdrXForwardedFor    = []byte("X-Forwarded-For")
+	hdrXForwardedHost   = []byte("X-Forwarded-Host")
+	hdrXForwardedProto  = []byte("X-Forwarded-Proto")
+
+	// Request headers a shared fill must not forward: the fill answers
+	// many clients, so it asks for the whole, unconditional representation
+	// (issue 6 answers conditionals and ranges from the stored object).
+	fillDropped = [][]byte{
+		[]byte("If-None-Match"), []byte("If-Modified-Since"), []byte("If-Match"),
+		[]byte("If-Unmodified-Since"), []byte("If-Range"), []byte("Range"),
+	}
+)
+
+// hopByHop reports whether the header named key must not be forwarded
+// (RFC 9110 §7.6.1): the fixed hop-by-hop set, any Proxy-* header, and
+// every name listed in the message's Connection header (conn).
+func hopByHop(key, conn []byte) bool {
+	switch {
+	case bytes.EqualFold(key, hdrConnection), bytes.EqualFold(key, hdrKeepAlive),
+		bytes.EqualFold(key, hdrTE), bytes.EqualFold(key, hdrTrailer),
+		bytes.EqualFold(key, hdrTransferEncoding), bytes.EqualFold(key, hdrUpgrade):
+		return true
+	case len(key) >= len(hdrProxyPrefix) && bytes.EqualFold(key[:len(hdrProxyPrefix)], hdrProxyPrefix):
+		return true
+	}
+	return listed(conn, key)
+}
+
+// listed reports whether the comma-separated token list contains name.
+func listed(list, name []byte) bool {
+	for len(list) > 0 {
+		var tok []byte
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			tok, list = list[:i], list[i+1:]
+		} else {
+			tok, list = list, nil
+		}
+		if bytes.EqualFold(bytes.TrimSpace(tok), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// storedHeader reports whether an origin response header is kept in a
+// stored record (and forwarded on a miss): end-to-end headers except the
+// framing (Content-Length, set from the body), Age (recomputed), and
+// Alt-Svc (a statement about the origin's connection, not the resource).
+func storedHeader(key, conn []byte) bool {
+	return !hopByHop(key, conn) && !bytes.EqualFold(key, hdrContentLength) &&
+		!bytes.EqualFold(key, hdrAge) && !bytes.EqualFold(key, hdrAltSvc)
+}
+
+// connectionValue returns the Connection header's token list of h, or nil.
+func connectionValue(h *fasthttp.ResponseHeader) []byte {
+	return h.PeekBytes(hdrConnection)
+}
+
+// copyResponseHeaders appends the end-to-end headers of src to kvs, with
+// the names and values copied into buf; it returns both grown.
+func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader) ([]headerKV, []byte) {
+	conn := connectionValue(src)
+	type span struct{ k0, k1, v0, v1 int }
+	spans := make([]span, 0, 16)
+	for k, v := range src.All() {
+		if !storedHeader(k, conn) || len(spans) >= maxStoredHeader {
+			continue
+		}
+		sp := span{k0: len(buf)}
+		buf = append(buf, k...)
+		sp.k1, sp.v0 = len(buf), len(buf)
+		buf = append(buf, v...)
+		sp.v1 = len(buf)
+		spans = append(spans, sp)
+	}
+	for _, sp := range spans {
+		kvs = append(kvs, headerKV{Key: buf[sp.k0:sp.k1:sp.k1], Value: buf[sp.v0:sp.v1:sp.v1]})
+	}
+	return kvs, buf
+}
+
+// prepareOriginRequest turns dst (a copy of the client's request) into
+// the request sent to o: hop-by-hop headers stripped, Host set per
+// o.HostHeader, X-Forwarded-* and Via added.
+func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
+	h := &dst.Header
+	conn := h.PeekBytes(hdrConnection)
+	var drop [][]byte
+	for k := range h.All() {
+		if hopByHop(k, conn) {
+			drop = append(drop, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range drop {
+		h.DelBytes(k)
+	}
+	h.ResetConnectionClose()
+	clientHost := ctx.Request.Header.Host()
+	h.SetBytesKV(hdrXForwardedHost, clientHost)
+	if ctx.IsTLS() {
+		h.SetBytesKV(hdrXForwardedProto, []byte("https"))
+	} else {
+		h.SetBytesKV(hdrXForwardedProto, []byte("http"))
+	}
+	ip := ctx.RemoteIP().String()
+	if prior := h.PeekBytes(hdrXForwardedFor); len(prior) > 0 {
+		h.SetBytesKV(hdrXForwardedFor, append(append(append([]byte(nil), prior...), ", "...), ip...))
+	} else {
+		h.SetBytesKV(hdrXForwardedFor, []byte(ip))
+	}
+	h.AddBytesKV(hdrVia, s.via)
+	if o.opts.HostHeader == HostOrigin {
+		h.SetHostBytes(o.hostHeader)
+	}
+	dst.SetRequestURIBytes(ctx.Request.Header.RequestURI())
+	dst.URI().SetSchemeBytes(o.scheme)
+	dst.URI().SetHostBytes(o.addr)
+	dst.UseHostHeader = true
+}
+
+// writeHeaders sets the stored end-to-end headers on the client response.
+func writeHeaders(dst *fasthttp.ResponseHeader, kvs []headerKV) {
+	for _, kv := range kvs {
+		dst.AddBytesKV(kv.Key, kv.Value)
+	}
+}

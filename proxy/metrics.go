@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metricStatus uint8
+
+const (
+	msHit metricStatus = iota
+	msMiss
+	msBypass
+	msStale
+	msError
+	msCount
+)
+
+var metricStatusNames = [msCount]string{"hit", "miss", "bypass", "stale", "error"}
+
+// Origin error kinds, the label of strata_origin_errors_total.
+const (
+	oeTimeout     = "timeout"     // no answer within ResponseTimeout
+	oeUnreachable = "unreachable" // dial, TLS or protocol failure before headers
+	oeTruncated   = "truncated"   // body ended short or failed
+	oeKindCount   = 3
+)
+
+// metrics are the proxy's Prometheus metrics. Label children are resolved
+// at construction so the request path does no map lookups. A nil
+// Registerer gives unregistered metrics: counting still works (tests read
+// them), nothing is exported.
+type metrics struct {
+	requests       [msCount]prometheus.Counter
+	responseBytes  prometheus.Counter
+	originDuration prometheus.Observer
+	originErrors   map[string]prometheus.Counter
+	inflightFills  prometheus.Gauge
+	corrupt        prometheus.Counter
+	fillLagged     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_requests_total",
+		Help: "Requests answered, by cache status.",
+	}, []string{"cache_status"})
+	originErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_origin_errors_total",
+		Help: "Origin requests that failed, by kind (timeout, unreachable, truncated).",
+	}, []string{"kind"})
+	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_origin_request_duration_seconds",
+		Help:    "Time from sending an origin request to its response headers.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+	})
+	m := &metrics{
+		responseBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_response_bytes_total",
+			Help: "Body bytes sent to clients.",
+		}),
+		originDuration: duration,
+		originErrors:   make(map[string]prometheus.Counter, oeKindCount),
+		inflightFills: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_inflight_fills",
+			Help: "Shared origin fills in progress.",
+		}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_corrupt_objects_total",
+			Help: "Stored records or slices that failed to decode and were served as misses.",
+		}),
+		fillLagged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_fill_lagged_total",
+			Help: "Readers cut off because they fell behind a fill and the store had dropped the bytes.",
+		}),
+	}
+	for i, name := range metricStatusNames {
+		m.requests[i] = requests.WithLabelValues(name)
+	}
+	for _, k := range []string{oeTimeout, oeUnreachable, oeTruncated} {
+		m.originErrors[k] = originErrors.WithLabelValues(k)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

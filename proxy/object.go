@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+)
+
+// The stored record of an object (one Store entry under metaKey):
+//
+//	magic "STO" | version u8 | flags u8 | status u16 | gen u64 | sliceSize u32 |
+//	bodyLen u64 | requestTime, responseTime, date, expires, lastModified i64
+//	(Unix ns, 0 = absent) | ageHeader, lifetime, swr, sie i64 |
+//	etag, vary, variantKey: uvarint length + bytes |
+//	header count uvarint, then per header: uvarint len + name, uvarint len + value |
+//	body (bodyLen bytes, only with flagInline) | crc32c of all the above u32
+//
+// All integers big-endian. A body longer than sliceSize is stored as
+// ceil(bodyLen/sliceSize) slices (see slice.go). Decoding checks every
+// length against what remains, so hostile bytes give ErrCorrupt, never a
+// panic or an allocation sized by the input.
+const (
+	objectVersion   = 1
+	objectFixedLen  = 3 + 1 + 1 + 2 + 8 + 4 + 8 + 5*8 + 4*8
+	maxStoredHeader = 256 // headers per record
+	maxBodyLen      = 1 << 50
+)
+
+var (
+	objectMagic = [3]byte{'S', 'T', 'O'}
+	crcTable    = crc32.MakeTable(crc32.Castagnoli)
+)
+
+const (
+	flagMustRevalidate = 1 << iota
+	flagHeuristic
+	flagInline
+)
+
+type headerKV struct{ Key, Value []byte }
+
+// object is a decoded record. Decoded byte slices borrow the input: they
+// are valid while the buffer passed to decodeObject is.
+type object struct {
+	Status                                                 int
+	Gen                                                    uint64
+	SliceSize                                              int
+	BodyLen                                                int64
+	RequestTime, ResponseTime, Date, Expires, LastModified time.Time
+	AgeHeader                                              int64
+	Lifetime, StaleWhileRevalidate, StaleIfError           time.Duration
+	MustRevalidate, Heuristic                              bool
+	ETag, Vary, VariantKey                                 []byte
+	Headers                                                []headerKV
+	Body                                                   []byte // inline body, when BodyLen <= SliceSize
+}
+
+// inline reports whether the body lives in the record.
+func (o *object) inline() bool { return o.BodyLen <= int64(o.SliceSize) }
+
+// slices returns how many body slices the object has outside its record.
+func (o *object) slices() int {
+	if o.inline() {
+		return 0
+	}
+	return int((o.BodyLen + int64(o.SliceSize) - 1) / int64(o.SliceSize))
+}
+
+// sliceLen returns the length of slice i.
+func (o *object) sliceLen(i int) int {
+	return int(min(int64(o.SliceSize), o.BodyLen-int64(i)*int64(o.SliceSize)))
+}
+
+// appendObject appends the encoding of o to dst. REQUIRES: o.Body holds
+// the whole body when o.inline().
+func appendObject(dst []byte, o *object) []byte {
+	start := len(dst)
+	dst = append(dst, objectMagic[:]...)
+	dst = append(dst, objectVersion, o.flags())
+	dst = binary.BigEndian.AppendUint16(dst, uint16(o.Status))
+	dst = binary.BigEndian.AppendUint64(dst, o.Gen)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(o.SliceSize))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(o.BodyLen))
+	for _, t := range [...]time.Time{o.RequestTime, o.ResponseTime, o.Date, o.Expires, o.LastModified} {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(unixNano(t)))
+	}
+	for _, d := range [...]int64{o.AgeHeader, int64(o.Lifetime), int64(o.StaleWhileRevalidate), int64(o.StaleIfError)} {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(d))
+	}
+	dst = appendBytes(appendBytes(appendBytes(dst, o.ETag), o.Vary), o.VariantKey)
+	dst = binary.AppendUvarint(dst, uint64(len(o.Headers)))
+	for _, h := range o.Headers {
+		dst = appendBytes(appendBytes(dst, h.Key), h.Value)
+	}
+	if o.inline() {
+		dst = append(dst, o.Body[:o.BodyLen]...)
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
+}
+
+func (o *object) flags() byte {
+	var f byte
+	if o.MustRevalidate {
+		f |= flagMustRevalidate
+	}
+	if o.Heuristic {
+		f |= flagHeuristic
+	}
+	if o.inline() {
+		f |= flagInline
+	}
+	return f
+}
+
+func appendBytes(dst, b []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// decodeObject decodes b into o, reusing o.Headers' capacity. The decoded
+// slices borrow b. It allocates only to grow o.Headers (up to
+// maxStoredHeader entries).
+func decodeObject(o *object, b []byte) error {
+	if len(b) < objectFixedLen+4 {
+		return fmt.Errorf("%w: record of %d bytes", ErrCorrupt, len(b))
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return fmt.Errorf("%w: record checksum", ErrCorrupt)
+	}
+	if [3]byte(body[:3]) != objectMagic || body[3] != objectVersion {
+		return fmt.Errorf("%w: record magic or version", ErrCorrupt)
+	}
+	if err := o.decodeFixed(body); err != nil {
+		return err
+	}
+	return o.decodeVar(body[objectFixedLen:])
+}
+
+func (o *object) decodeFixed(b []byte) error {
+	flags := b[4]
+	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
+	o.Status = int(binary.BigEndian.Uint16(b[5:]))
+	o.Gen = binary.BigEndian.Uint64(b[7:])
+	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
+	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
+	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>3 != 0 {
+		return fmt.Errorf("%w: record fields", ErrCorrupt)
+	}
+	p := 27
+	ts := [...]*time.Time{&o.RequestTime, &o.ResponseTime, &o.Date, &o.Expires, &o.LastModified}
+	for _, t := range ts {
+		*t = fromUnixNano(int64(binary.BigEndian.Uint64(b[p:])))
+		p += 8
+	}
+	o.AgeHeader = int64(binary.BigEndian.Uint64(b[p:]))
+	o.Lifetime = time.Duration(binary.BigEndian.Uint64(b[p+8:]))
+	o.StaleWhileRevalidate = time.Duration(binary.BigEndian.Uint64(b[p+16:]))
+	o.StaleIfError = time.Duration(binary.BigEndian.Uint64(b[p+24:]))
+	return nil
+}
+
+func (o *object) decodeVar(b []byte) error {
+	var ok bool
+	if o.ETag, b, ok = takeBytes(b); !ok {
+		return fmt.Errorf("%w: etag", ErrCorrupt)
+	}
+	if o.Vary, b, ok = takeBytes(b); !ok {
+		return fmt.Errorf("%w: vary", ErrCorrupt)
+	}
+	if o.VariantKey, b, ok = takeBytes(b); !ok {
+		return fmt.Errorf("%w: variant key", ErrCorrupt)
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > maxStoredHeader || n > uint64(len(b)) {
+		return fmt.Errorf("%w: header count", ErrCorrupt)
+	}
+	b = b[k:]
+	o.Headers = o.Headers[:0]
+	for range n {
+		var h headerKV
+		if h.Key, b, ok = takeBytes(b); !ok || len(h.Key) == 0 {
+			return fmt.Errorf("%w: header name", ErrCorrupt)
+		}
+		if h.Value, b, ok = takeBytes(b); !ok {
+			return fmt.Errorf("%w: header value", ErrCorrupt)
+		}
+		o.Headers = append(o.Headers, h)
+	}
+	o.Body = nil
+	if o.inline() {
+		if int64(len(b)) != o.BodyLen {
+			return fmt.Errorf("%w: inline body of %d bytes, want %d", ErrCorrupt, len(b), o.BodyLen)
+		}
+		o.Body, b = b, nil
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))
+	}
+	return nil
+}
+
+// takeBytes splits a uvarint-length-prefixed field off b. Empty fields
+// decode as nil so that decode(encode(x)) == x for nil fields.
+func takeBytes(b []byte) (field, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, b, false
+	}
+	if n == 0 {
+		return nil, b[k:], true
+	}
+	return b[k : k+int(n) : k+int(n)], b[k+int(n):], true
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"sync"
+)
+
+// sliceReader streams a stored sliced body, one slice at a time, each read
+// from the store into a pooled buffer and checked (generation, index,
+// length, checksum) before a byte of it is sent. A slice found missing or
+// corrupt mid-body ends the response with an error, so fasthttp closes the
+// connection, and the record is removed so that the next request refills
+// the object. (Issue 6: fetch the missing slice from the origin with a
+// Range request instead.)
+type sliceReader struct {
+	s       *Server
+	key     []byte // object key, owned
+	gen     uint64
+	bodyLen int64
+	sliceSz int
+	next    int    // next slice to load
+	buf     []byte // loaded slice entry
+	data    []byte // unread bytes of the loaded slice
+}
+
+var sliceReaderPool = sync.Pool{New: func() any { return &sliceReader{} }}
+
+// openSlices loads the first slice of o; nil if it is missing or corrupt
+// (then the request is a miss).
+func (s *Server) openSlices(key []byte, o *object) *sliceReader {
+	r := sliceReaderPool.Get().(*sliceReader)
+	*r = sliceReader{s: s, key: append(r.key[:0], key...), gen: o.Gen, bodyLen: o.BodyLen,
+		sliceSz: o.SliceSize, buf: r.buf}
+	if err := r.load(); err != nil {
+		r.release()
+		return nil
+	}
+	return r
+}
+
+func (r *sliceReader) load() error {
+	var kb [256]byte
+	if r.buf == nil {
+		r.buf = getSlab(sliceHeaderLen + r.sliceSz)
+	}
+	v, _, ok := r.s.store.Get(sliceKey(kb[:0], r.key, r.next), r.buf[:0])
+	r.buf = v[:0]
+	if !ok {
+		return fmt.Errorf("%w: slice %d missing", ErrCorrupt, r.next)
+	}
+	want := int(min(int64(r.sliceSz), r.bodyLen-int64(r.next)*int64(r.sliceSz)))
+	data, err := decodeSlice(v, r.gen, r.next, want)
+	if err != nil {
+		return err
+	}
+	r.buf, r.data = v, data
+	r.next++
+	return nil
+}
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		if int64(r.next)*int64(r.sliceSz) >= r.bodyLen {
+			return 0, io.EOF
+		}
+		if err := r.load(); err != nil {
+			r.s.m.corrupt.Inc()
+			var kb [256]byte
+			r.s.store.Remove(metaKey(kb[:0], r.key))
+			return 0, err
+		}
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	r.s.m.responseBytes.Add(float64(n))
+	return n, nil
+}
+
+// Close returns the reader to its pool.
+func (r *sliceReader) Close() error {
+	r.release()
+	return nil
+}
+
+func (r *sliceReader) release() {
+	putSlab(r.buf)
+	*r = sliceReader{key: r.key[:0]}
+	sliceReaderPool.Put(r)
+}

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Host header modes of OriginOptions.HostHeader.
+const (
+	// HostPreserve sends the client's Host to the origin (web applications).
+	HostPreserve = "preserve"
+	// HostOrigin sends the origin's own host (object stores, virtual hosts).
+	HostOrigin = "origin"
+)
+
+// OriginOptions describe one origin server.
+type OriginOptions struct {
+	// URL is the origin's base, http:// or https:// host[:port]; a path is
+	// not allowed. Required.
+	URL string `yaml:"url"`
+	// Hosts are the request Host values (without port, case-insensitive)
+	// routed to this origin.
+	Hosts []string `yaml:"hosts"`
+	// Default marks the origin used when no Hosts entry matches. At most one.
+	Default bool `yaml:"default"`
+	// HostHeader is HostPreserve (default) or HostOrigin.
+	HostHeader string `yaml:"host_header"`
+	// CAFile is a PEM file of extra roots trusted for an https origin, on
+	// top of the system roots. Verification is always on.
+	CAFile string `yaml:"ca_file"`
+	// ConnectTimeout bounds dialling (and the TLS handshake). Default 5s.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// ResponseTimeout is the longest wait for the response headers and for
+	// each read of the body: an origin silent that long gets 504 (before
+	// headers) or a cut connection (mid-body). Default 30s.
+	ResponseTimeout time.Duration `yaml:"response_timeout"`
+	// IdleTimeout closes keep-alive connections idle that long. Default 60s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxConns bounds connections to this origin. Default 512.
+	MaxConns int `yaml:"max_conns"`
+}
+
+// Options configure a Server. The zero value plus one origin works after
+// EnsureDefaults.
+type Options struct {
+	// Origins to proxy to. At least one; exactly one may be Default (a
+	// single origin is the default by itself).
+	Origins []OriginOptions `yaml:"origins"`
+	// Policy is the RFC 9111 policy. Shared is forced on: strata is a
+	// shared cache.
+	Policy PolicyOptions `yaml:"policy"`
+	// Key configures the cache key.
+	Key KeyOptions `yaml:"key"`
+	// SliceSize is the size of the body slices large objects are stored
+	// in; bodies up to it are stored inline with the metadata. Must fit a
+	// store entry (a disk region). Default 1 MiB; 4 KiB..16 MiB.
+	SliceSize int `yaml:"slice_size"`
+	// MaxObjectSize: bodies larger than this are streamed through and not
+	// stored. Default 1 GiB.
+	MaxObjectSize int64 `yaml:"max_object_size"`
+	// FillWindow is how many slices a fill keeps in memory for readers
+	// that have not yet caught up. Default 4; at least 2.
+	FillWindow int `yaml:"fill_window"`
+	// MaxFills bounds concurrent shared fills; further misses stream from
+	// the origin uncached. Default 64. Fill memory is bounded by
+	// MaxFills × FillWindow × SliceSize.
+	MaxFills int `yaml:"max_fills"`
+	// FillTimeout bounds a whole fill (headers and body). Default 10m.
+	FillTimeout time.Duration `yaml:"fill_timeout"`
+	// MaxHeaderBytes bounds a request's header; larger gets 431. Default 16 KiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxRequestBodySize bounds request bodies (413 beyond). Default 4 MiB.
+	MaxRequestBodySize int `yaml:"max_request_body_size"`
+	// MaxConns bounds client connections. Default 65536.
+	MaxConns int `yaml:"max_conns"`
+	// ReadTimeout and WriteTimeout bound client reads (a request) and
+	// writes (a response, whole). Defaults 30s and 0 (none: large
+	// bodies stream as slowly as the client reads).
+	ReadTimeout  time.Duration `yaml:"read_timeout"`
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// ClientIdleTimeout closes idle client keep-alive connections. Default 60s.
+	ClientIdleTimeout time.Duration `yaml:"client_idle_timeout"`
+	// ViaName is the pseudonym in Via and Cache-Status. Default "strata".
+	ViaName string `yaml:"via_name"`
+	// PurgeToken enables the admin POST /purge behind "Authorization:
+	// Bearer <token>". Empty disables purge (403).
+	PurgeToken string `yaml:"purge_token"`
+	// Logger receives errors worth a look. Default: discard.
+	Logger *slog.Logger `yaml:"-"`
+	// Registerer gets the proxy's metrics. Nil: no metrics.
+	Registerer prometheus.Registerer `yaml:"-"`
+	// Now is the clock. Default time.Now. Tests inject one.
+	Now func() time.Time `yaml:"-"`
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	o.Policy.EnsureDefaults()
+	o.Policy.Shared = true
+	setDefault(&o.SliceSize, 1<<20)
+	setDefault(&o.MaxObjectSize, 1<<30)
+	setDefault(&o.FillWindow, 4)
+	setDefault(&o.MaxFills, 64)
+	setDefault(&o.FillTimeout, 10*time.Minute)
+	setDefault(&o.MaxHeaderBytes, 16<<10)
+	setDefault(&o.MaxRequestBodySize, 4<<20)
+	setDefault(&o.MaxConns, 65536)
+	setDefault(&o.ReadTimeout, 30*time.Second)
+	setDefault(&o.ClientIdleTimeout, 60*time.Second)
+	setDefault(&o.ViaName, "strata")
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	for i := range o.Origins {
+		oo := &o.Origins[i]
+		setDefault(&oo.HostHeader, HostPreserve)
+		setDefault(&oo.ConnectTimeout, 5*time.Second)
+		setDefault(&oo.ResponseTimeout, 30*time.Second)
+		setDefault(&oo.IdleTimeout, 60*time.Second)
+		setDefault(&oo.MaxConns, 512)
+	}
+	if len(o.Origins) == 1 {
+		o.Origins[0].Default = true
+	}
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+// Validate reports every problem, each wrapped in ErrInvalidOptions.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...))
+	}
+	if err := o.Policy.Validate(); err != nil {
+		bad("policy: %v", err)
+	}
+	if o.SliceSize < 4<<10 || o.SliceSize > 16<<20 {
+		bad("slice_size %d not in [4KiB, 16MiB]", o.SliceSize)
+	}
+	if o.MaxObjectSize < 0 {
+		bad("max_object_size %d < 0", o.MaxObjectSize)
+	}
+	if o.FillWindow < 2 {
+		bad("fill_window %d < 2", o.FillWindow)
+	}
+	if o.MaxFills < 1 || o.MaxHeaderBytes < 1024 || o.MaxRequestBodySize < 0 || o.MaxConns < 1 {
+		bad("max_fills, max_header_bytes (>=1024), max_request_body_size, max_conns must be positive")
+	}
+	if o.FillTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
+		bad("timeouts must not be negative")
+	}
+	errs = append(errs, o.validateOrigins()...)
+	return errors.Join(errs...)
+}
+
+func (o *Options) validateOrigins() []error {
+	var errs []error
+	bad := func(i int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: origins[%d]: "+format, append([]any{ErrInvalidOptions, i}, args...)...))
+	}
+	if len(o.Origins) == 0 {
+		errs = append(errs, fmt.Errorf("%w: no origins", ErrInvalidOptions))
+	}
+	defaults := 0
+	for i, oo := range o.Origins {
+		if oo.Default {
+			defaults++
+		}
+		u, err := url.Parse(oo.URL)
+		switch {
+		case err != nil:
+			bad(i, "url %q: %v", oo.URL, err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			bad(i, "url %q: scheme must be http or https", oo.URL)
+		case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil:
+			bad(i, "url %q: want scheme://host[:port] only", oo.URL)
+		}
+		if oo.HostHeader != HostPreserve && oo.HostHeader != HostOrigin {
+			bad(i, "host_header %q: want %q or %q", oo.HostHeader, HostPreserve, HostOrigin)
+		}
+		if oo.ConnectTimeout <= 0 || oo.ResponseTimeout <= 0 || oo.IdleTimeout <= 0 || oo.MaxConns <= 0 {
+			bad(i, "timeouts and max_conns must be positive")
+		}
+		if oo.CAFile != "" && (err != nil || u.Scheme != "https") {
+			bad(i, "ca_file is for https origins")
+		}
+	}
+	if defaults > 1 {
+		errs = append(errs, fmt.Errorf("%w: %d origins are default, at most one may be", ErrInvalidOptions, defaults))
+	}
+	return errs
+}

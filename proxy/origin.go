@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// origin is one configured origin server and its connection pool.
+type origin struct {
+	opts       OriginOptions
+	scheme     []byte // "http" or "https"
+	addr       []byte // host:port dialled
+	hostHeader []byte // the origin's own host, for HostOrigin
+	client     *fasthttp.HostClient
+}
+
+func newOrigin(oo OriginOptions) (*origin, error) {
+	u, err := url.Parse(oo.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	o := &origin{opts: oo, scheme: []byte(u.Scheme), addr: []byte(addr), hostHeader: []byte(u.Host)}
+	var tlsConfig *tls.Config
+	if u.Scheme == "https" {
+		if tlsConfig, err = originTLS(u.Hostname(), oo.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	dialer := &net.Dialer{Timeout: oo.ConnectTimeout}
+	o.client = &fasthttp.HostClient{
+		Addr:      addr,
+		IsTLS:     tlsConfig != nil,
+		TLSConfig: tlsConfig,
+		Dial: func(a string) (net.Conn, error) {
+			c, err := dialer.Dial("tcp", a)
+			if err != nil {
+				return nil, err
+			}
+			return &progressConn{Conn: c, timeout: oo.ResponseTimeout}, nil
+		},
+		MaxConns:                      oo.MaxConns,
+		MaxConnWaitTimeout:            oo.ConnectTimeout,
+		MaxIdleConnDuration:           oo.IdleTimeout,
+		StreamResponseBody:            true,
+		NoDefaultUserAgentHeader:      true,
+		DisablePathNormalizing:        true,
+		DisableHeaderNamesNormalizing: false,
+		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
+			// Retry once on a stale keep-alive connection, never on a timeout.
+			return false, attempts < 2 && !isTimeout(err)
+		},
+	}
+	return o, nil
+}
+
+func originTLS(serverName, caFile string) (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ca_file: %v", ErrInvalidOptions, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: ca_file %s: no PEM certificates", ErrInvalidOptions, caFile)
+		}
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// progressConn bounds every read by timeout: the wait for response
+// headers, and each wait for more body bytes. fasthttp's own deadlines are
+// absolute and would cut a long streamed body.
+type progressConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *progressConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+// do sends req and reads the response headers into resp; the body is left
+// streaming (resp.BodyStream). The error is ErrOriginTimeout or
+// ErrOriginUnreachable, wrapping the cause. When ctx ends while the body
+// streams, the body is closed under the reader.
+func (o *origin) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
+	if err := o.client.Do(req, resp); err != nil {
+		return classifyOriginError(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
+	}
+	return nil
+}
+
+func classifyOriginError(err error) error {
+	if isTimeout(err) {
+		return fmt.Errorf("%w: %v", ErrOriginTimeout, err)
+	}
+	return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// closeBody closes resp's body stream from any goroutine (fasthttp's
+// client stream body allows a Close concurrent with a Read).
+func closeBody(body io.Reader, cause error) {
+	if c, ok := body.(fasthttp.ReadCloserWithError); ok {
+		_ = c.CloseWithError(cause)
+	}
+}
+
+// router picks the origin for a request's Host.
+type router struct {
+	byHost map[string]*origin
+	def    *origin
+	all    []*origin
+}
+
+func newRouter(opts []OriginOptions) (*router, error) {
+	r := &router{byHost: make(map[string]*origin)}
+	for _, oo := range opts {
+		o, err := newOrigin(oo)
+		if err != nil {
+			return nil, err
+		}
+		r.all = append(r.all, o)
+		for _, h := range oo.Hosts {
+			r.byHost[strings.ToLower(h)] = o
+		}
+		if oo.Default {
+			r.def = o
+		}
+	}
+	return r, nil
+}
+
+// pick returns the origin for host (port ignored, case-insensitive), or
+// the default, or nil.
+func (r *router) pick(host []byte) *origin {
+	if i := bytes.LastIndexByte(host, ':'); i >= 0 && !bytes.HasSuffix(host, []byte("]")) {
+		host = host[:i]
+	}
+	var buf [256]byte
+	if len(host) <= len(buf) {
+		n := copy(buf[:], host)
+		for i := range n {
+			if c := buf[i]; 'A' <= c && c <= 'Z' {
+				buf[i] = c + 'a' - 'A'
+			}
+		}
+		if o, ok := r.byHost[string(buf[:n])]; ok {
+			return o
+		}
+	}
+	return r.def
+}
+
+func (r *router) close() {
+	for _, o := range r.all {
+		o.client.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"strata/hybrid"
+)
+
+// Store is the cache the proxy reads and fills: hybrid.Cache satisfies it.
+//
+// Keys the proxy uses: metaKey(objectKey) for an object's record and
+// sliceKey(objectKey, i) for its body slices. They start with different
+// bytes, and a slice key ends with the object key's length, so no slice key
+// can equal a record key or a slice key of another object.
+type Store interface {
+	// Get appends the value stored under key to dst and returns it, with
+	// the tier that answered. dst may be reused by the caller afterwards.
+	Get(key, dst []byte) (value []byte, tier hybrid.Tier, ok bool)
+	// Insert stores a copy of value; it may silently drop it (admission).
+	// A zero expiry means none.
+	Insert(key, value []byte, expiry time.Time)
+	// Remove deletes key if present.
+	Remove(key []byte)
+}
+
+const (
+	metaKeyPrefix  = 'm'
+	sliceKeyPrefix = 's'
+)
+
+// metaKey appends the record key of objectKey to dst.
+func metaKey(dst, objectKey []byte) []byte {
+	return append(append(dst, metaKeyPrefix), objectKey...)
+}
+
+// sliceKey appends the key of slice i of objectKey to dst:
+// 's' | objectKey | index u32 | len(objectKey) u32.
+func sliceKey(dst, objectKey []byte, i int) []byte {
+	dst = append(append(dst, sliceKeyPrefix), objectKey...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(i))
+	return binary.BigEndian.AppendUint32(dst, uint32(len(objectKey)))
+}
+
+// MapStore is a map-backed Store for tests and for running the proxy
+// without the hybrid cache. Safe for concurrent use.
+type MapStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+	// Disk makes Get report hybrid.TierDisk instead of TierMemory.
+	Disk atomic.Bool
+	// Drop, when set, is asked on each Insert; true drops the value (as
+	// admission would).
+	Drop func(key []byte) bool
+	// Inserts counts Insert calls, dropped or not.
+	Inserts atomic.Int64
+}
+
+// NewMapStore returns an empty MapStore.
+func NewMapStore() *MapStore { return &MapStore{m: make(map[string][]byte)} }
+
+// Get implements Store.
+func (s *MapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
+	s.mu.Lock()
+	v, ok := s.m[string(key)]
+	if ok {
+		dst = append(dst, v...)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return dst, hybrid.TierMiss, false
+	}
+	if s.Disk.Load() {
+		return dst, hybrid.TierDisk, true
+	}
+	return dst, hybrid.TierMemory, true
+}
+
+// Insert implements Store; expiry is ignored.
+func (s *MapStore) Insert(key, value []byte, _ time.Time) {
+	s.Inserts.Add(1)
+	if s.Drop != nil && s.Drop(key) {
+		return
+	}
+	v := append([]byte(nil), value...)
+	s.mu.Lock()
+	s.m[string(key)] = v
+	s.mu.Unlock()
+}
+
+// Remove implements Store.
+func (s *MapStore) Remove(key []byte) {
+	s.mu.Lock()
+	delete(s.m, string(key))
+	s.mu.Unlock()
+}
+
+// Len returns the number of entries.
+func (s *MapStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+var _ Store = (*MapStore)(nil)
