@@ -5,19 +5,19 @@ package proxy
 type cacheStatus uint8
 
 const (
-	csHitMemory    cacheStatus = iota // hit; detail=memory
-	csHitDisk                         // hit; detail=disk
-	csMiss                            // fwd=miss: a record existed but was unusable (corrupt, slices missing)
-	csMissStored                      // fwd=miss; stored
-	csURIMiss                         // fwd=uri-miss: nothing stored under the key
-	csURIMissStored                   // fwd=uri-miss; stored
-	csCollapsed                       // fwd=uri-miss; stored; collapsed: answered from another request's fill
-	csStale                           // fwd=stale: stored but not fresh
-	csStaleStored                     // fwd=stale; stored
-	csRequest                         // fwd=request: a stored response the request's directives refused
-	csRequestStored                   // fwd=request; stored
-	csBypass                          // fwd=bypass: the request may not use the cache
-	csError                           // fwd=uri-miss; detail=error: the origin failed
+	csHitMemory     cacheStatus = iota // hit; detail=memory
+	csHitDisk                          // hit; detail=disk
+	csMiss                             // fwd=miss: a record existed but was unusable (corrupt, slices missing)
+	csMissStored                       // fwd=miss; stored
+	csURIMiss                          // fwd=uri-miss: nothing stored under the key
+	csURIMissStored                    // fwd=uri-miss; stored
+	csCollapsed                        // fwd=uri-miss; stored; collapsed: answered from another request's fill
+	csStale                            // fwd=stale: stored but not fresh
+	csStaleStored                      // fwd=stale; stored
+	csRequest                          // fwd=request: a stored response the request's directives refused
+	csRequestStored                    // fwd=request; stored
+	csBypass                           // fwd=bypass: the request may not use the cache
+	csError                            // fwd=uri-miss; detail=error: the origin failed
 	csCount
 )
 
