@@ -172,6 +172,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
 	s.finishHeaders(resp, cs)
+	resp.ImmediateHeaderFlush = true
 	resp.SetBodyStream(r, int(f.declared))
 }
 
@@ -303,6 +304,10 @@ func (f *fill) release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refs--
+	if f.waiting {
+		f.waiting = false
+		f.cond.Broadcast()
+	}
 	if f.refs > 0 {
 		return
 	}
@@ -358,20 +363,26 @@ func (f *fill) pump(ctx context.Context, body io.Reader) error {
 // takeSlot makes slot hold slice idx. REQUIRES: f.mu held.
 func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 	evict := int64(f.slotIdx[slot]+1) * int64(f.s.opts.SliceSize)
-	for !f.storing && f.slotIdx[slot] >= 0 && f.minReaderPos() < evict {
+	// Handlers that joined but have not registered as readers yet count
+	// as readers at position 0.
+	for !f.storing && f.slotIdx[slot] >= 0 && (f.pending() > 0 || f.minReaderPos() < evict) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		f.waiting = true
 		f.cond.Wait()
 	}
-	if !f.storing && len(f.readers) == 0 {
+	if !f.storing && len(f.readers) == 0 && f.pending() == 0 {
 		return errNoReaders
 	}
 	f.slotIdx[slot] = idx
 	f.window[slot] = appendSliceRoom(f.window[slot][:0])
 	return nil
 }
+
+// pending counts handlers holding the fill that are not readers (yet).
+// REQUIRES: f.mu held, called by the fill goroutine (which holds a ref).
+func (f *fill) pending() int { return f.refs - 1 - len(f.readers) }
 
 // minReaderPos is the smallest position of a reader. REQUIRES: f.mu held.
 func (f *fill) minReaderPos() int64 {

@@ -104,6 +104,7 @@ func (p *pair) do(method, path string, kv ...string) *fasthttp.Response {
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i] == "Host" {
 			req.Header.SetHost(kv[i+1])
+			req.UseHostHeader = true
 			continue
 		}
 		req.Header.Add(kv[i], kv[i+1])
@@ -158,3 +159,5 @@ func bigBody(n int) []byte {
 }
 
 var _ = strings.Contains
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 64<<10) }

@@ -54,6 +54,7 @@ func (s *Server) writePass(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs
 	if cl < 0 {
 		cl = -1
 	}
+	out.ImmediateHeaderFlush = true
 	out.SetBodyStream(pr, cl)
 }
 

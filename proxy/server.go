@@ -75,7 +75,6 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.Handler,
 		ErrorHandler:                  s.errorHandler,
-		Name:                          s.opts.ViaName,
 		ReadBufferSize:                s.opts.MaxHeaderBytes,
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
 		Concurrency:                   s.opts.MaxConns,

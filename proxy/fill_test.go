@@ -1,0 +1,318 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// gate holds origin responses until released.
+type gate struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newGate() *gate  { return &gate{ch: make(chan struct{})} }
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+func (g *gate) wait() { <-g.ch }
+
+func TestCoalescing(t *testing.T) {
+	g := newGate()
+	body := bigBody(200 << 10) // several slices
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		g.wait()
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write(body)
+	}, nil)
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	statuses := make(chan string, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.SetRequestURI("http://example.com/co")
+			if err := p.client.Do(req, resp); err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(resp.Body(), body) {
+				errs <- fmt.Errorf("body of %d bytes differs", len(resp.Body()))
+			}
+			statuses <- string(resp.Header.Peek("Cache-Status"))
+		}()
+	}
+	// Release the origin once every request is waiting on the fill.
+	waitFor(t, func() bool { return p.waiters("/co") >= n })
+	g.open()
+	wg.Wait()
+	close(errs)
+	close(statuses)
+	for err := range errs {
+		t.Error(err)
+	}
+	count := map[string]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if got := p.hits.Load(); got != 1 {
+		t.Fatalf("origin saw %d requests, want 1 (statuses %v)", got, count)
+	}
+	if count["strata; fwd=uri-miss; stored"] != 1 || count["strata; fwd=uri-miss; stored; collapsed"] != n-1 {
+		t.Errorf("statuses %v", count)
+	}
+}
+
+// waiters returns the references held on the fill for path (-1: none).
+func (p *pair) waiters(path string) int {
+	key := BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
+	sh := &p.srv.fills.shards[0]
+	for i := range p.srv.fills.shards {
+		sh = &p.srv.fills.shards[i]
+		sh.mu.Lock()
+		f := sh.m[string(key)]
+		sh.mu.Unlock()
+		if f != nil {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.refs - 1
+		}
+	}
+	return -1
+}
+
+func requestFor(path string) *fasthttp.Request {
+	req := &fasthttp.Request{}
+	req.Header.SetHost("example.com")
+	req.Header.SetRequestURI(path)
+	return req
+}
+
+// waitFor polls cond (bounded: 10 s).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLargeObjectSlices(t *testing.T) {
+	body := bigBody(40 << 20)
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.SliceSize = 1 << 20 })
+	r := p.get("/big")
+	if !bytes.Equal(r.Body(), body) {
+		t.Fatalf("miss body differs (%d bytes)", len(r.Body()))
+	}
+	if n := p.store.Len(); n != 41 {
+		t.Fatalf("store holds %d entries, want 40 slices + 1 record", n)
+	}
+	r = p.get("/big")
+	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+	if !bytes.Equal(r.Body(), body) {
+		t.Fatalf("hit body differs (%d bytes)", len(r.Body()))
+	}
+	// A missing slice: the first one makes the request a miss.
+	p.store.Remove(sliceKey(nil, BuildKey(nil, []byte("http"), requestFor("/big"), &p.srv.opts.Key), 0))
+	r = p.get("/big")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=miss; stored")
+	if p.hits.Load() != 2 {
+		t.Fatalf("origin saw %d requests, want 2", p.hits.Load())
+	}
+}
+
+func TestChunkedLargeObject(t *testing.T) {
+	body := bigBody(3<<20 + 5)
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		for b := body; len(b) > 0; {
+			n := min(len(b), 100_000)
+			_, _ = w.Write(b[:n])
+			w.(http.Flusher).Flush()
+			b = b[n:]
+		}
+	}, nil)
+	for i := range 2 {
+		r := p.get("/chunked")
+		if !bytes.Equal(r.Body(), body) {
+			t.Fatalf("request %d: body differs (%d bytes)", i, len(r.Body()))
+		}
+	}
+	if p.hits.Load() != 1 {
+		t.Fatalf("origin saw %d requests", p.hits.Load())
+	}
+}
+
+func TestOverMaxObjectSizePassesThrough(t *testing.T) {
+	body := bigBody(300 << 10)
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprint("chunked=", chunked), func(t *testing.T) {
+			p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=60")
+				if !chunked {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				for b := body; len(b) > 0; {
+					n := min(len(b), 50_000)
+					_, _ = w.Write(b[:n])
+					w.(http.Flusher).Flush()
+					b = b[n:]
+				}
+			}, func(o *Options) { o.MaxObjectSize = 100 << 10 })
+			for range 2 {
+				r := p.get("/huge")
+				if !bytes.Equal(r.Body(), body) {
+					t.Fatalf("body differs (%d bytes)", len(r.Body()))
+				}
+			}
+			if p.hits.Load() != 2 {
+				t.Fatalf("origin saw %d requests, want 2", p.hits.Load())
+			}
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+			if _, _, ok := p.store.Get(metaKey(nil, BuildKey(nil, []byte("http"), requestFor("/huge"), &p.srv.opts.Key)), nil); ok {
+				t.Fatal("object over MaxObjectSize was stored")
+			}
+		})
+	}
+}
+
+// truncatingOrigin hijacks the connection and sends half the body.
+func truncatingOrigin(chunked bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		c, bw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if chunked {
+			fmt.Fprint(bw, "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+		} else {
+			fmt.Fprint(bw, "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 100\r\n\r\nhello")
+		}
+		_ = bw.Flush()
+	}
+}
+
+func TestTruncatedOriginBody(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprint("chunked=", chunked), func(t *testing.T) {
+			p := newPair(t, truncatingOrigin(chunked), nil)
+			out, _ := p.raw("GET /t HTTP/1.1\r\nHost: example.com\r\n\r\n")
+			if !strings.HasPrefix(out, "HTTP/1.1 200") {
+				t.Fatalf("response %q", out)
+			}
+			t.Logf("client saw %q", out)
+			head, body, _ := strings.Cut(out, "\r\n\r\n")
+			if chunked && strings.HasSuffix(body, "0\r\n\r\n") {
+				t.Fatalf("chunked body completed: %q", out)
+			}
+			if !chunked && (!strings.Contains(head, "Content-Length: 100") || len(body) >= 100) {
+				t.Fatalf("fixed body not short: %q", out)
+			}
+			// raw returned: the proxy closed the connection.
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+			if n := p.store.Len(); n != 0 {
+				t.Fatalf("truncated body stored (%d entries)", n)
+			}
+			// A fasthttp client notices the failure.
+			req := requestFor("/t2")
+			var resp fasthttp.Response
+			if err := p.client.Do(req, &resp); err == nil {
+				t.Fatalf("client read a complete response: %d %q", resp.StatusCode(), resp.Body())
+			}
+		})
+	}
+}
+
+func TestClientDisconnectDoesNotStopFill(t *testing.T) {
+	body := bigBody(1 << 20)
+	g := newGate()
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body[:1000])
+		w.(http.Flusher).Flush()
+		g.wait()
+		_, _ = w.Write(body[1000:])
+	}, nil)
+	// The leader reads a little and goes away.
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(c, "GET /dc HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	buf := make([]byte, 512)
+	if _, err := io.ReadAtLeast(c, buf, 100); err != nil {
+		t.Fatal(err)
+	}
+	// A second client joins the same fill.
+	done := make(chan *fasthttp.Response)
+	go func() { done <- p.get("/dc") }()
+	waitFor(t, func() bool { return p.waiters("/dc") >= 2 })
+	c.Close()
+	g.open()
+	r := <-done
+	if !bytes.Equal(r.Body(), body) {
+		t.Fatalf("second client got %d bytes", len(r.Body()))
+	}
+	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored; collapsed")
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	r = p.get("/dc")
+	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+	if p.hits.Load() != 1 {
+		t.Fatalf("origin saw %d requests", p.hits.Load())
+	}
+}
+
+func TestLaggingReaderReadsFromStore(t *testing.T) {
+	// A window of 2 slices and a reader that starts only after the fill
+	// finished: it reads the early slices back from the store.
+	body := bigBody(10 * (64 << 10))
+	g := newGate()
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write(body[:10])
+		w.(http.Flusher).Flush()
+		g.wait()
+		_, _ = w.Write(body[10:])
+	}, func(o *Options) { o.FillWindow = 2 })
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /lag HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(t, func() bool { return p.waiters("/lag") == 1 })
+	g.open()
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(c)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(resp.Body(), body) {
+		t.Fatalf("lagging reader got %d bytes", len(resp.Body()))
+	}
+}
+
+var _ net.Conn
