@@ -85,6 +85,7 @@ func (p *pair) close() {
 	defer cancel()
 	p.client.CloseIdleConnections()
 	_ = p.http.ShutdownWithContext(ctx)
+	_ = p.ln.Close() // Serve may not have registered the listener yet
 	p.serveWG.Wait()
 	if err := p.srv.Close(ctx); err != nil {
 		p.t.Errorf("Close: %v", err)

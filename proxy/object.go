@@ -207,7 +207,10 @@ func (o *object) decodeVar(b []byte) error {
 		if int64(len(b)) != o.BodyLen {
 			return fmt.Errorf("%w: inline body of %d bytes, want %d", ErrCorrupt, len(b), o.BodyLen)
 		}
-		o.Body, b = b, nil
+		if o.BodyLen > 0 {
+			o.Body = b
+		}
+		b = nil
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))

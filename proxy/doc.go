@@ -1,0 +1,88 @@
+// Package proxy is strata's HTTP core: a fasthttp handler that answers
+// from a Store (the hybrid cache) and fills it from the origins.
+//
+// # A request's way through
+//
+// fasthttp parses the request within Options.MaxHeaderBytes (431 beyond;
+// other parse failures, duplicate Content-Length, bad Transfer-Encoding
+// and duplicate Host are refused by fasthttp with 400). Handler then
+// refuses a header carrying both Content-Length and Transfer-Encoding
+// (400; fasthttp would let Transfer-Encoding win), picks the origin by
+// Host (421 if none), and asks the policy (ParseRequest) whether the
+// request may use the cache. If not (method, request no-store) it is
+// passed: forwarded and streamed back, "Cache-Status: strata; fwd=bypass".
+// Otherwise BuildKey makes the object key and the record is read from the
+// store. A fresh record is served: stored status and headers, Age per RFC
+// 9111 §4.2.3, Via, "Cache-Status: strata; hit; detail=memory|disk"; an
+// inline body is copied into fasthttp's response buffer, a sliced body
+// streams slice by slice (sliceReader). HEAD is answered from a stored
+// GET. A stale, refused (request no-cache), corrupt or sliceless record,
+// or none, goes to the miss path (fwd=stale, fwd=request, fwd=miss,
+// fwd=uri-miss; "; stored" added when the response is being stored).
+//
+// # Misses and fills
+//
+// A miss joins the fill for its key in a sharded in-flight map, or starts
+// one (fill.go). The fill runs in a goroutine owned by the Server, with
+// its own context (derived from the Server's lifetime, bounded by
+// FillTimeout): a client that leaves does not cancel it. It asks the
+// origin for the whole, unconditional GET. When the headers arrive,
+// StoreDecision says whether the response may be stored; if not (or it
+// carries Vary, which issue 6 handles, or its Content-Length exceeds
+// MaxObjectSize), the response is handed to the leader alone, which
+// streams it through, and every waiter makes its own origin request: a
+// private answer is never shared. Otherwise all of them read the same
+// body as it arrives (read-while-write), with "collapsed" in the waiters'
+// Cache-Status.
+//
+// Memory bound: the fill keeps FillWindow slice buffers (slot i%window
+// holds slice i), pooled by size class and grown only with bytes that
+// arrived; no Content-Length sizes an allocation. A completed slice is
+// inserted into the store when the next one starts. A reader that falls
+// behind the window reads evicted slices back from the store; if the store
+// dropped one (admission) the reader fails with ErrFillLagged. If the
+// object stops being stored mid-body (a chunked body growing past
+// MaxObjectSize), the fill waits for its slowest reader instead, and stops
+// when none is left. At most MaxFills fills run; beyond that misses are
+// passed through. So fill memory ≤ MaxFills × FillWindow × (SliceSize+64).
+//
+// Commit: the body is stored only when it ended with EOF and its length
+// matches the declared Content-Length; the last slice is inserted before
+// the record, so a reader never sees a record whose slices were never
+// written. A truncated or failed body is never recorded (its early slices
+// are orphans that age out; their generation does not match any record),
+// and every client reading it gets an error from the body stream, which
+// makes fasthttp close the connection: short of the declared
+// Content-Length, or a chunked body without its final chunk.
+//
+// # Stored format (object.go, object_slice.go)
+//
+// An object is a record under metaKey(key) = 'm'|key: versioned, with
+// status, end-to-end headers (hop-by-hop, Connection-listed, Content-Length,
+// Age and Alt-Svc removed), request/response times, Date, Expires,
+// Last-Modified, the origin's Age, lifetime, stale windows, ETag, Vary and
+// variant key (for issue 6), body length, slice size, a random generation,
+// the body inline when it fits one slice, and a CRC-32C. Larger bodies are
+// slices under sliceKey(key, i) = 's'|key|i|len(key), each with a header
+// (generation, index, length, CRC-32C) checked before a byte is served. A
+// missing first slice makes the request a miss; a slice missing later
+// ends the response with a closed connection and removes the record
+// (issue 6: fetch it from the origin with a Range request instead).
+//
+// # Errors
+//
+// Origin unreachable 502; origin silent past ResponseTimeout 504 (the
+// timeout applies to the headers and to each body read, see progressConn);
+// none of these, nor 4xx/5xx answers without explicit freshness, are
+// stored.
+//
+// # Borrowed bytes
+//
+// Decoded records borrow the Get buffer of the pooled per-request state;
+// everything written to the fasthttp response is copied (SetBody,
+// AddBytesKV) before the state returns to its pool. fasthttp-owned bytes
+// (request headers, origin response headers) are copied into the fill's
+// own buffers before the handler returns or the origin response is
+// released. The hit path of a small object allocates nothing
+// (TestHitAllocs).
+package proxy

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func sampleObject(bodyLen int) *object {
+	o := &object{
+		Status: 200, Gen: 0x1122334455667788, SliceSize: 16, BodyLen: int64(bodyLen),
+		RequestTime:  time.Unix(0, 1_700_000_000_000_000_001),
+		ResponseTime: time.Unix(0, 1_700_000_000_500_000_000),
+		Date:         time.Unix(1_700_000_000, 0), LastModified: time.Unix(1_600_000_000, 0),
+		AgeHeader: 3, Lifetime: time.Minute, StaleIfError: time.Second, MustRevalidate: true,
+		ETag: []byte(`"abc"`), Vary: []byte("Accept-Encoding"),
+		Headers: []headerKV{{[]byte("Content-Type"), []byte("text/plain")}, {[]byte("X-Empty"), nil}},
+	}
+	if o.inline() {
+		o.Body = bigBody(bodyLen)
+		if bodyLen == 0 {
+			o.Body = nil
+		}
+	}
+	return o
+}
+
+func TestObjectRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 1, 16, 17, 1000} {
+		in := sampleObject(n)
+		b := appendObject([]byte("prefix"), in)[len("prefix"):]
+		var out object
+		if err := decodeObject(&out, b); err != nil {
+			t.Fatalf("len %d: %v", n, err)
+		}
+		if !reflect.DeepEqual(in, &out) {
+			t.Fatalf("len %d: round trip\n in %+v\nout %+v", n, in, &out)
+		}
+		if want := (n + 15) / 16; n > 16 && out.slices() != want {
+			t.Fatalf("slices %d, want %d", out.slices(), want)
+		}
+		// Every single-byte corruption and every truncation is refused.
+		for i := range b {
+			c := append([]byte(nil), b...)
+			c[i] ^= 0x40
+			if decodeObject(&out, c) == nil {
+				t.Fatalf("len %d: flipped byte %d accepted", n, i)
+			}
+			if decodeObject(&out, b[:i]) == nil {
+				t.Fatalf("len %d: truncation to %d accepted", n, i)
+			}
+		}
+	}
+}
+
+func TestSliceEntry(t *testing.T) {
+	data := []byte("slice data")
+	v := append(appendSliceHeader(nil, 7, 3, data), data...)
+	if got, err := decodeSlice(v, 7, 3, len(data)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("decode: %q %v", got, err)
+	}
+	for _, tc := range []struct {
+		gen     uint64
+		idx, ln int
+	}{{8, 3, len(data)}, {7, 4, len(data)}, {7, 3, len(data) + 1}} {
+		if _, err := decodeSlice(v, tc.gen, tc.idx, tc.ln); err == nil {
+			t.Errorf("%+v accepted", tc)
+		}
+	}
+	v[len(v)-1] ^= 1
+	if _, err := decodeSlice(v, 7, 3, len(data)); err == nil {
+		t.Error("corrupt data accepted")
+	}
+}
+
+func TestKeysDisjoint(t *testing.T) {
+	// A slice key never equals a record key, nor another object's slice key.
+	seen := map[string]string{}
+	for _, k := range []string{"", "a", "a\x00\x00\x00\x01", "http://x/", "http://x/\x00\x00\x00\x00\x00\x00\x00\x09"} {
+		add := func(key []byte, what string) {
+			if prev, dup := seen[string(key)]; dup {
+				t.Fatalf("%s collides with %s", what, prev)
+			}
+			seen[string(key)] = what
+		}
+		add(metaKey(nil, []byte(k)), "meta "+k)
+		for i := range 3 {
+			add(sliceKey(nil, []byte(k), i), "slice "+k)
+		}
+	}
+}
+
+func FuzzDecodeObject(f *testing.F) {
+	for _, n := range []int{0, 5, 40} {
+		f.Add(appendObject(nil, sampleObject(n)))
+	}
+	f.Add([]byte("STO\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var o object
+		if decodeObject(&o, b) != nil {
+			return
+		}
+		if len(o.Headers) > maxStoredHeader {
+			t.Fatalf("%d headers", len(o.Headers))
+		}
+		again := appendObject(nil, &o)
+		var o2 object
+		if err := decodeObject(&o2, again); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !reflect.DeepEqual(&o, &o2) {
+			t.Fatalf("decode(encode(x)) != x")
+		}
+	})
+}
