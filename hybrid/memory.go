@@ -57,12 +57,12 @@ import (
 // becomes unreachable is released by a cleanup) but makes the release
 // prompt.
 type Memory struct {
-	shards []memShard
-	shift  uint // 64 - log2(len(shards))
-	seed   maphash.Seed
-	hashFn func([]byte) uint64 // tests inject collisions; nil: maphash
-	cfg    *memConfig          // shared with the shards; holds no pointer back
-	cap    int64
+	shards   []memShard
+	shift    uint // 64 - log2(len(shards))
+	seed     maphash.Seed
+	hashMask uint64     // all ones; tests clear bits to force collisions
+	cfg      *memConfig // shared with the shards; holds no pointer back
+	cap      int64
 }
 
 // MemoryStats is a snapshot of a Memory's counters. Counters are read
@@ -89,10 +89,11 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 	}
 	share := o.Capacity / int64(o.Shards)
 	m := &Memory{
-		shards: make([]memShard, o.Shards),
-		shift:  uint(64 - bits.TrailingZeros(uint(o.Shards))),
-		seed:   maphash.MakeSeed(),
-		cap:    o.Capacity,
+		shards:   make([]memShard, o.Shards),
+		shift:    uint(64 - bits.TrailingZeros(uint(o.Shards))),
+		seed:     maphash.MakeSeed(),
+		cap:      o.Capacity,
+		hashMask: ^uint64(0),
 		cfg: &memConfig{
 			policy:   o.Policy,
 			onEvict:  o.OnEvict,
@@ -120,10 +121,7 @@ func memReleaseShards(shards []memShard) {
 }
 
 func (m *Memory) hash(key []byte) uint64 {
-	if m.hashFn != nil {
-		return m.hashFn(key)
-	}
-	return maphash.Bytes(m.seed, key)
+	return maphash.Bytes(m.seed, key) & m.hashMask
 }
 
 func (m *Memory) shard(h uint64) *memShard {

@@ -116,13 +116,15 @@ type memTestClock struct{ t int64 }
 func (c *memTestClock) now() int64                   { return c.t }
 func (c *memTestClock) at(d time.Duration) time.Time { return time.Unix(0, c.t+int64(d)) }
 
-func newTestMemory(t testing.TB, o MemoryOptions, hash func([]byte) uint64) *Memory {
+// newTestMemory builds a Memory closed at the end of the test; hashMask
+// clears hash bits to force collisions (^0 for none).
+func newTestMemory(t testing.TB, o MemoryOptions, hashMask uint64) *Memory {
 	t.Helper()
 	m, err := NewMemory(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.hashFn = hash
+	m.hashMask = hashMask
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }

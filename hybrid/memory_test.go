@@ -193,5 +193,5 @@ func newMemory16(t *testing.T, p MemoryPolicy, onEvict func(k, v []byte, e int64
 	t.Helper()
 	charge := int64(2*(64+4) + memEntryOverhead)
 	return newTestMemory(t, MemoryOptions{Policy: p, Shards: 1, BlockSize: 64,
-		Capacity: 17*charge - 1, OnEvict: onEvict}, nil)
+		Capacity: 17*charge - 1, OnEvict: onEvict}, ^uint64(0))
 }
