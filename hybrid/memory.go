@@ -95,7 +95,7 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 		cap:      o.Capacity,
 		hashMask: ^uint64(0),
 		cfg: &memConfig{
-			policy:   o.Policy,
+			policy:   memPolicyOf(o.Policy),
 			onEvict:  o.OnEvict,
 			now:      o.Now,
 			share:    share,
@@ -136,7 +136,7 @@ func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 	h := m.hash(key)
 	s := m.shard(h)
 	var st memGetStatus
-	if m.cfg.policy == MemoryLRU {
+	if m.cfg.policy == memLRU {
 		s.mu.Lock()
 		value, expiry, st = s.get(h, key, dst)
 		if st == memGetExpired {

@@ -59,8 +59,8 @@ func (s *memShard) check() error {
 		count += n
 		used += bytes
 	}
-	if s.cfg.policy != MemoryS3FIFO && s.q[memQSmall].n != 0 {
-		return fmt.Errorf("policy %s uses the small queue", s.cfg.policy)
+	if s.cfg.policy != memS3FIFO && s.q[memQSmall].n != 0 {
+		return fmt.Errorf("policy %d uses the small queue", s.cfg.policy)
 	}
 	live := 0
 	for _, v := range s.index {

@@ -21,7 +21,7 @@ func (s *memShard) makeRoom(charge int64) bool {
 // way: S3-FIFO promotes small-queue entries that were hit to main and gives
 // main entries that were hit another round. FIFO and LRU take main's tail.
 func (s *memShard) victim() (uint32, bool) {
-	if s.cfg.policy != MemoryS3FIFO {
+	if s.cfg.policy != memS3FIFO {
 		i := s.q[memQMain].tail
 		return i, i != memNil
 	}
@@ -75,7 +75,7 @@ func (s *memShard) evict(i uint32, now *int64) {
 	h, fromSmall := sl.hash, sl.queue == memQSmall
 	s.remove(i)
 	s.evictions.Add(1)
-	if fromSmall && s.cfg.policy == MemoryS3FIFO {
+	if fromSmall && s.cfg.policy == memS3FIFO {
 		s.addGhost(h)
 	}
 }

@@ -57,9 +57,28 @@ type memQueue struct {
 	n          int
 }
 
+// memPolicy is MemoryPolicy as a small integer for the hot paths.
+type memPolicy uint8
+
+const (
+	memS3FIFO memPolicy = iota
+	memLRU
+	memFIFO
+)
+
+func memPolicyOf(p MemoryPolicy) memPolicy {
+	switch p {
+	case MemoryLRU:
+		return memLRU
+	case MemoryFIFO:
+		return memFIFO
+	}
+	return memS3FIFO
+}
+
 // memConfig is what all shards share; it holds no pointer back to Memory.
 type memConfig struct {
-	policy   MemoryPolicy
+	policy   memPolicy
 	onEvict  func(key, value []byte, expiry int64)
 	now      func() int64
 	share    int64 // bytes per shard
@@ -283,7 +302,7 @@ func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
 			s.remove(v)
 		}
 	}
-	if s.cfg.policy != MemoryS3FIFO {
+	if s.cfg.policy != memS3FIFO {
 		qi, freq = memQMain, 0
 	}
 	if len(key) > memMaxLen || len(value) > memMaxLen ||
@@ -302,12 +321,12 @@ const memMaxLen = 1<<32 - 1
 // to the head (LRU, which holds the write lock).
 func (s *memShard) hit(i uint32, sl *memSlot) {
 	switch s.cfg.policy {
-	case MemoryS3FIFO:
+	case memS3FIFO:
 		// Load first: a hot entry at the cap costs no write to its line.
 		if f := sl.freq.Load(); f < memMaxFreq {
 			sl.freq.CompareAndSwap(f, f+1)
 		}
-	case MemoryLRU:
+	case memLRU:
 		if s.q[memQMain].head != i {
 			s.unlink(i)
 			s.pushHead(memQMain, i)
