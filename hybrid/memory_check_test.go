@@ -77,7 +77,7 @@ func (s *memShard) check() error {
 		return fmt.Errorf("used %d > share %d", used, s.cfg.share)
 	case int(s.arena.fresh)-s.arena.nfree != blocks:
 		return fmt.Errorf("blocks: fresh %d - free %d != live %d", s.arena.fresh, s.arena.nfree, blocks)
-	case s.ghost.n > max(s.count, 16) && s.ghost.n > 16:
+	case s.ghost.n > max(s.count, 16):
 		return fmt.Errorf("ghost %d > entries %d", s.ghost.n, s.count)
 	}
 	return nil

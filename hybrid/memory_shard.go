@@ -216,6 +216,9 @@ func (s *memShard) remove(i uint32) {
 	s.freeSlot = i
 	s.used -= charge
 	s.count--
+	if s.ghost.n > max(s.count, 16) {
+		s.popGhost() // the ghost never outnumbers the entries it is charged to
+	}
 	s.usedA.Store(s.used)
 	s.countA.Store(int64(s.count))
 }
