@@ -1,0 +1,5 @@
+package hybrid
+
+import "os"
+
+func crashChild() { os.Exit(3) }
