@@ -57,9 +57,9 @@ func TestEngineModel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOpts()
-			o.QueueBytes = 2 << 20
+			o.QueueBytes = 256 << 10
 			tc.edit(&o)
-			dev := newMem(t, 8<<20)
+			dev := newMem(t, 1024+5<<20) // 5 regions: reclaim all the time
 			e := openT(t, dev, o)
 			const workers, keys = 8, 40
 			ops := 2500
@@ -119,6 +119,9 @@ func modelWorker(e *Engine, w, workers, keys, ops int) error {
 		k := []byte(fmt.Sprintf("w%d-k%d", w, i))
 		switch r := rng.IntN(10); {
 		case r < 4:
+			for e.queued.Load() > e.opts.QueueBytes/2 && rng.IntN(8) != 0 {
+				time.Sleep(20 * time.Microsecond) // mostly keep up; sometimes overflow
+			}
 			ver := uint64(op + 1)
 			v := mval(k, ver, rng.IntN(6000))
 			ok := e.Insert(k, v, time.Time{})
