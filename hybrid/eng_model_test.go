@@ -63,7 +63,7 @@ func TestEngineModel(t *testing.T) {
 			e := openT(t, dev, o)
 			const workers, keys = 8, 40
 			ops := 2500
-			if testing.Short() || raceEnabled {
+			if testing.Short() || ixRaceEnabled {
 				ops = 800
 			}
 			var wg sync.WaitGroup

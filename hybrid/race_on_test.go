@@ -1,5 +1,0 @@
-//go:build race
-
-package hybrid
-
-const raceEnabled = true
