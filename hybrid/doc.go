@@ -115,7 +115,7 @@
 // new instance id that makes every old region header foreign.
 //
 // Regions are scanned RecoveryConcurrency at a time through a read window
-// (≥ 256 KiB per read): region header, then each batch's header and index
+// (≥ 64 KiB per read): region header, then each batch's header and index
 // records, verified by CRC and by instance and region sequence (a batch
 // from an earlier life of the region ends the chain). Only headers and
 // records are read — ~3% of a region written in 4 MiB batches — except in

@@ -27,7 +27,7 @@ type engScan struct {
 
 // engScanMin is the smallest read the scan issues, so chains of small
 // batches cost few reads.
-const engScanMin = 256 << 10
+const engScanMin = 64 << 10
 
 // errChainEnd: no further batch of this region's current life.
 var errChainEnd = errors.New("hybrid: end of batch chain")
