@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,19 +36,23 @@ func TestEngineGetAllocs(t *testing.T) {
 	}
 }
 
-type rejectAll struct{ written int }
+// switchAdmitter admits until reject is set.
+type switchAdmitter struct{ reject atomic.Bool }
 
-func (r *rejectAll) Admit(uint64, int) bool { return false }
-func (r *rejectAll) Written(n int)          { r.written += n }
+func (a *switchAdmitter) Admit(uint64, int) bool { return !a.reject.Load() }
+func (a *switchAdmitter) Written(int)            {}
 
 // TestEngineRefusedInsertHides: an Insert refused by admission hides the
 // older value (in memory and, through a tombstone, after a restart).
 func TestEngineRefusedInsertHides(t *testing.T) {
 	dev := newMem(t, 16<<20)
-	e := openT(t, dev, testOpts())
+	o := testOpts()
+	adm := &switchAdmitter{}
+	o.Admission = adm
+	e := openT(t, dev, o)
 	e.Insert([]byte("k"), []byte("old"), time.Time{})
 	settle(t, e)
-	e.opts.Admission = &rejectAll{} // no Insert is running
+	adm.reject.Store(true)
 	if e.Insert([]byte("k"), []byte("new"), time.Time{}) {
 		t.Fatal("admitted")
 	}
