@@ -1,0 +1,232 @@
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Cache is the hybrid cache: a Memory tier in front of an optional disk
+// Engine, joined as DESIGN.md ("The hybrid cache") describes.
+//
+// Get asks memory, then disk (the engine's pending set, index and read
+// pool); a disk hit is copied into memory unless NoPromote. Insert puts an
+// entry in memory; with WriteOnEviction it reaches the disk only when the
+// memory tier evicts it (through admission, which may refuse), with
+// WriteOnInsertion at once as well. An entry the memory tier refuses (too
+// big for a shard) goes straight to disk. Remove hides a key in both tiers,
+// durably on disk (a tombstone).
+//
+// Consistency. A key never reads back an older value than the newest one
+// inserted, as long as it is still cached: Insert of a key the disk holds
+// removes the disk copy first, so that a newer value dropped by admission
+// on eviction cannot leave an older one to resurface. An evicted entry
+// whose key is still on disk is known to be that same value (promoted from
+// there), so it is not written twice.
+//
+// Ownership. Values are copied in on Insert and appended to the caller's
+// dst on Get: returned bytes belong to the caller for good.
+//
+// Concurrency. All methods are safe for concurrent use. Close must not run
+// concurrently with other calls: the caller stops its traffic first (the
+// proxy shuts its listener down before closing the cache); calls after
+// Close are misses and no-ops.
+type Cache struct {
+	opts   Options
+	mem    *Memory
+	disk   *Engine // nil: memory only
+	fetch  *fetchGroup
+	closed atomic.Bool
+	c      cacheCounters
+}
+
+type cacheCounters struct {
+	promotions, evictedToDisk, evictedSkipped, directToDisk atomic.Uint64
+	fetches, fetchErrors, fetchWaits                         atomic.Uint64
+}
+
+// Open builds a Cache from opts, recovering the disk tier from its device.
+func Open(opts Options) (*Cache, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		closeDevice(opts)
+		return nil, err
+	}
+	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout)}
+	if opts.Device != nil {
+		e, err := OpenEngine(opts.Device, opts.Disk)
+		if err != nil {
+			closeDevice(opts)
+			return nil, err
+		}
+		c.disk = e
+		if opts.WritePolicy == WriteOnEviction {
+			opts.Memory.OnEvict = c.onEvict
+		}
+	}
+	m, err := NewMemory(opts.Memory)
+	if err != nil {
+		if c.disk != nil {
+			_ = c.disk.Close(context.Background())
+		}
+		closeDevice(opts)
+		return nil, err
+	}
+	c.mem = m
+	return c, nil
+}
+
+func closeDevice(opts Options) {
+	if opts.Device != nil {
+		_ = opts.Device.Close()
+	}
+}
+
+// Get appends key's value to dst and says which tier answered. A miss
+// returns dst unchanged and TierMiss. A hit allocates nothing when dst has
+// room for the value.
+func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
+	if c.closed.Load() {
+		return dst, TierMiss, false
+	}
+	if v, _, ok := c.mem.Get(key, dst); ok {
+		return v, TierMemory, true
+	}
+	if c.disk == nil {
+		return dst, TierMiss, false
+	}
+	v, expiry, ok := c.disk.GetWithExpiry(key, dst)
+	if !ok {
+		return dst, TierMiss, false
+	}
+	if !c.opts.NoPromote && c.mem.Set(key, v[len(dst):], expiryTime(expiry)) {
+		c.c.promotions.Add(1)
+	}
+	return v, TierDisk, true
+}
+
+// Insert stores a copy of key → value until expiry (zero: no expiry).
+func (c *Cache) Insert(key, value []byte, expiry time.Time) {
+	if c.closed.Load() {
+		return
+	}
+	if c.disk == nil {
+		c.mem.Set(key, value, expiry)
+		return
+	}
+	if c.opts.WritePolicy == WriteOnInsertion {
+		c.mem.Set(key, value, expiry)
+		c.disk.Insert(key, value, expiry)
+		return
+	}
+	if c.disk.Contains(key) {
+		c.disk.Remove(key) // see "Consistency" in the type's doc
+	}
+	if !c.mem.Set(key, value, expiry) {
+		c.c.directToDisk.Add(1)
+		c.disk.Insert(key, value, expiry)
+	}
+}
+
+// onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under
+// a memory shard lock: Engine.Insert copies and never blocks.
+func (c *Cache) onEvict(key, value []byte, expiry int64) {
+	if c.disk.Contains(key) {
+		c.c.evictedSkipped.Add(1)
+		return
+	}
+	if c.disk.Insert(key, value, expiryTime(expiry)) {
+		c.c.evictedToDisk.Add(1)
+	}
+}
+
+// Remove deletes key from both tiers; on disk durably.
+func (c *Cache) Remove(key []byte) {
+	if c.closed.Load() {
+		return
+	}
+	c.mem.Delete(key)
+	if c.disk != nil {
+		c.disk.Remove(key)
+	}
+}
+
+// GetOrFetch is Get, and on a miss runs fetch — once per key however many
+// callers miss it at the same time — inserts its value and returns it to
+// every caller (TierMiss). A caller whose ctx ends leaves with ctx's error;
+// the fetch goes on for the others, on its own context bounded by
+// Options.FetchTimeout. A failed fetch is returned to every caller waiting
+// for it and nothing is cached.
+func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc) ([]byte, Tier, error) {
+	if v, tier, ok := c.Get(key, dst); ok {
+		return v, tier, nil
+	}
+	if c.closed.Load() {
+		return dst, TierMiss, ErrClosed
+	}
+	call, leader := c.fetch.do(hashKey(key), key, c.refetch(key, fetch), c.Insert)
+	if leader {
+		c.c.fetches.Add(1)
+	} else {
+		c.c.fetchWaits.Add(1)
+	}
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return dst, TierMiss, ctx.Err()
+	}
+	if call.err != nil {
+		if leader {
+			c.c.fetchErrors.Add(1)
+		}
+		return dst, TierMiss, call.err
+	}
+	return append(dst, call.value...), call.tier, nil
+}
+
+// refetch wraps fetch so that the shared call first looks in the cache
+// again: another call for the key may have filled it between our miss and
+// the start of this one (groupcache's load does the same).
+func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
+	k := append([]byte(nil), key...)
+	return func(ctx context.Context) ([]byte, time.Time, Tier, error) {
+		if v, tier, ok := c.Get(k, nil); ok {
+			return v, time.Time{}, tier, nil
+		}
+		v, exp, err := fetch(ctx)
+		return v, exp, TierMiss, err
+	}
+}
+
+// Close stops fetches, flushes and closes the disk tier (and its device),
+// and releases the memory tier. Entries only in memory are not written to
+// disk. REQUIRES: no other call in flight.
+func (c *Cache) Close(ctx context.Context) error {
+	if c.closed.Swap(true) {
+		return ErrClosed
+	}
+	var errs []error
+	if err := c.fetch.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if c.disk != nil {
+		if err := c.disk.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.opts.Device.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.mem.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func expiryTime(unixNanos int64) time.Time {
+	if unixNanos == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, unixNanos)
+}
