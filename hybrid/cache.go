@@ -5,6 +5,10 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"strata/admission"
 )
 
 // Cache is the hybrid cache: a Memory tier in front of an optional disk
@@ -55,6 +59,9 @@ func Open(opts Options) (*Cache, error) {
 	}
 	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout)}
 	if opts.Device != nil {
+		if opts.Admission != nil {
+			opts.Disk.Admission = admitter{opts.Admission}
+		}
 		e, err := OpenEngine(opts.Device, opts.Disk)
 		if err != nil {
 			closeDevice(opts)
@@ -91,6 +98,7 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 		return dst, TierMiss, false
 	}
 	if v, _, ok := c.mem.Get(key, dst); ok {
+		c.record(key)
 		return v, TierMemory, true
 	}
 	if c.disk == nil {
@@ -100,6 +108,7 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 	if !ok {
 		return dst, TierMiss, false
 	}
+	c.record(key)
 	if !c.opts.NoPromote && c.mem.Set(key, v[len(dst):], expiryTime(expiry)) {
 		c.c.promotions.Add(1)
 	}
@@ -111,6 +120,7 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 	if c.closed.Load() {
 		return
 	}
+	c.record(key)
 	if c.disk == nil {
 		c.mem.Set(key, value, expiry)
 		return
@@ -165,7 +175,7 @@ func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc
 	if c.closed.Load() {
 		return dst, TierMiss, ErrClosed
 	}
-	call, leader := c.fetch.do(hashKey(key), key, c.refetch(key, fetch), c.Insert)
+	call, leader := c.fetch.do(xxhash.Sum64(key), key, c.refetch(key, fetch), c.Insert)
 	if leader {
 		c.c.fetches.Add(1)
 	} else {
@@ -223,6 +233,19 @@ func (c *Cache) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// record tells the admission controller of an access to key.
+func (c *Cache) record(key []byte) {
+	if c.opts.Admission != nil {
+		c.opts.Admission.Record(xxhash.Sum64(key))
+	}
+}
+
+// admitter adapts an admission.Controller to the engine's Admitter.
+type admitter struct{ c admission.Controller }
+
+func (a admitter) Admit(hash uint64, size int) bool { return a.c.Admit(hash, size).OK() }
+func (a admitter) Written(bytes int)                { a.c.Charge(bytes) }
 
 func expiryTime(unixNanos int64) time.Time {
 	if unixNanos == 0 {

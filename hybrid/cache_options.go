@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"strata/admission"
 	"strata/blockdev"
 )
 
@@ -32,6 +33,11 @@ type Options struct {
 	// Device is the disk tier's device. nil: memory only. Open takes
 	// ownership: Close closes it (also when Open fails).
 	Device blockdev.Device `yaml:"-"`
+	// Admission decides what may be written to disk; nil admits
+	// everything. The Cache records every hit and insert in it (a
+	// frequency filter learns from those) and the engine charges it with
+	// the bytes really written.
+	Admission admission.Controller `yaml:"-"`
 	// WritePolicy: eviction (default) | insertion.
 	WritePolicy WritePolicy `yaml:"write_policy"`
 	// NoPromote turns off copying disk hits into the memory tier. Default

@@ -60,18 +60,31 @@ const (
 )
 
 // get appends the pending value of key to dst.
-func (p *engPending) get(h uint64, key, dst []byte, now func() time.Time) ([]byte, engPendingResult) {
+func (p *engPending) get(h uint64, key, dst []byte, now func() time.Time) ([]byte, int64, engPendingResult) {
 	s := p.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := s.m[h]
 	switch {
 	case it == nil:
-		return dst, pendingNone
+		return dst, 0, pendingNone
 	case it.tomb || !bytes.Equal(it.key(), key) || (it.expiry != 0 && it.expiry <= now().UnixNano()):
-		return dst, pendingHidden
+		return dst, 0, pendingHidden
 	}
-	return append(dst, it.value()...), pendingHit
+	return append(dst, it.value()...), it.expiry, pendingHit
+}
+
+// peek reports whether h has a pending operation, and whether it is a
+// remove.
+func (p *engPending) peek(h uint64) (tomb, ok bool) {
+	s := p.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.m[h]
+	if it == nil {
+		return false, false
+	}
+	return it.tomb, true
 }
 
 func (p *engPending) len() int {

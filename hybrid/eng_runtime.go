@@ -25,6 +25,7 @@ type engReadJob struct {
 	h, v     uint64
 	key, dst []byte
 	ok       bool
+	expiry   int64
 	done     chan struct{}
 }
 
@@ -62,7 +63,7 @@ func (rt *engRuntime) worker(reads chan *engReadJob, writes chan *engBuf) {
 	for {
 		select {
 		case j := <-reads:
-			j.dst, j.ok = rt.e.readEntry(j.h, j.v, j.key, j.dst)
+			j.dst, j.expiry, j.ok = rt.e.readEntry(j.h, j.v, j.key, j.dst)
 			j.done <- struct{}{}
 		case b := <-writes:
 			rt.doWrite(b)
@@ -90,7 +91,7 @@ func (rt *engRuntime) doWrite(b *engBuf) {
 
 // read runs readEntry on a read worker, or inline when disabled. A full
 // read queue is a miss.
-func (rt *engRuntime) read(h, v uint64, key, dst []byte) ([]byte, bool) {
+func (rt *engRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
 	if rt.reads == nil {
 		return rt.e.readEntry(h, v, key, dst)
 	}
@@ -102,13 +103,13 @@ func (rt *engRuntime) read(h, v uint64, key, dst []byte) ([]byte, bool) {
 		rt.e.c.readQueueFull.Add(1)
 		j.key, j.dst = nil, nil
 		engReadJobs.Put(j)
-		return dst, false
+		return dst, 0, false
 	}
 	<-j.done
-	out, ok := j.dst, j.ok
+	out, expiry, ok := j.dst, j.expiry, j.ok
 	j.key, j.dst = nil, nil
 	engReadJobs.Put(j)
-	return out, ok
+	return out, expiry, ok
 }
 
 func (rt *engRuntime) stop() {

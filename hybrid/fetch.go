@@ -10,23 +10,27 @@ import (
 
 // FetchFunc loads a value on a miss (from an origin, say). It runs at most
 // once at a time per key, on a context of its own: it is not cancelled when
-// the caller that started it gives up. The returned value is copied into the
-// cache; the function may reuse it after it returns.
+// the caller that started it gives up. The returned value is copied; the
+// function may reuse its buffer after it returns.
 type FetchFunc func(ctx context.Context) (value []byte, expiry time.Time, err error)
 
-// fetchCall is one in-flight fetch shared by every GetOrFetch caller of a key.
-// Its fields are written once by the fetching goroutine before done closes,
+// fetchFunc is a FetchFunc that may also answer from the cache (re-check).
+type fetchFunc func(ctx context.Context) (value []byte, expiry time.Time, tier Tier, err error)
+
+// fetchCall is one in-flight fetch shared by every GetOrFetch caller of a
+// key. Its fields are written by the fetching goroutine before done closes
 // and only read after.
 type fetchCall struct {
 	done  chan struct{}
 	value []byte
+	tier  Tier
 	err   error
 }
 
 // fetchGroup de-duplicates fetches per key (golang.org/x/sync/singleflight's
 // idea), with two differences: the fetch runs in a goroutine owned by the
 // group, so any caller may leave on its own context without cancelling it
-// for the others, and Close waits for every fetch it started.
+// for the others, and close waits for every fetch it started.
 type fetchGroup struct {
 	timeout time.Duration
 	base    context.Context
@@ -50,15 +54,15 @@ func newFetchGroup(timeout time.Duration) *fetchGroup {
 	return g
 }
 
-// do returns the in-flight call for key, starting one with fetch and then
-// store (called with the fetched value before waiters are released) if none
-// is running.
-func (g *fetchGroup) do(h uint64, key []byte, fetch FetchFunc, store func(value []byte, expiry time.Time)) *fetchCall {
+// do returns the in-flight call for key and false, or starts one running
+// fetch and returns it and true. store is called with a successful fetched
+// value before the waiters are released.
+func (g *fetchGroup) do(h uint64, key []byte, fetch fetchFunc, store func(key, value []byte, expiry time.Time)) (*fetchCall, bool) {
 	s := &g.shards[h%uint64(len(g.shards))]
 	s.mu.Lock()
 	if c, ok := s.calls[string(key)]; ok {
 		s.mu.Unlock()
-		return c
+		return c, false
 	}
 	c := &fetchCall{done: make(chan struct{})}
 	k := string(key)
@@ -66,10 +70,10 @@ func (g *fetchGroup) do(h uint64, key []byte, fetch FetchFunc, store func(value 
 	g.wg.Add(1)
 	s.mu.Unlock()
 	go g.run(s, k, c, fetch, store)
-	return c
+	return c, true
 }
 
-func (g *fetchGroup) run(s *fetchShard, key string, c *fetchCall, fetch FetchFunc, store func([]byte, time.Time)) {
+func (g *fetchGroup) run(s *fetchShard, key string, c *fetchCall, fetch fetchFunc, store func(key, value []byte, expiry time.Time)) {
 	defer g.wg.Done()
 	defer func() {
 		if r := recover(); r != nil {
@@ -82,14 +86,16 @@ func (g *fetchGroup) run(s *fetchShard, key string, c *fetchCall, fetch FetchFun
 	}()
 	ctx, cancel := context.WithTimeout(g.base, g.timeout)
 	defer cancel()
-	v, exp, err := fetch(ctx)
+	v, exp, tier, err := fetch(ctx)
 	if err != nil {
 		c.err = err
 		return
 	}
 	// The waiters get their own copy: the fetch may reuse its buffer.
-	c.value = append([]byte(nil), v...)
-	store(c.value, exp)
+	c.value, c.tier = append([]byte(nil), v...), tier
+	if tier == TierMiss {
+		store([]byte(key), c.value, exp)
+	}
 }
 
 // close cancels running fetches' contexts and waits for them to return.
