@@ -38,8 +38,11 @@
 // Every Controller here is safe for concurrent use, lock-free on its hot
 // paths, allocation-free in Admit, Record and Charge, and starts no
 // goroutine (nothing to Close). Time comes from a Clock: MonotonicClock by
-// default, a ManualClock in tests so that seconds of traffic are simulated
-// in microseconds, or an owner's coarse clock.
+// default (no goroutine; about 45 ns a reading here), a CoarseClock (one
+// atomic load a reading, refreshed by a goroutine that its creator owns and
+// Closes), or a ManualClock in tests, so that seconds of traffic are
+// simulated in microseconds. The rate limiter reads its clock only when the
+// bucket may be empty, so the choice matters when writes are throttled.
 //
 // Not here (yet): a daily write budget with a tuned admit probability
 // (CacheLib's DynamicRandomAP), size-based admission, and expiry-based

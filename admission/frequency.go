@@ -16,19 +16,20 @@ import (
 // inside it a doorkeeper position set and a block of four 64-bit words. Each
 // word is one row of a count-min sketch: the key's counter in row i is one
 // of the 16 four-bit counters of word i, chosen by four more hash bits. A
-// Record first sets the key's 3 bits in the doorkeeper, a Bloom filter; only
+// Record first sets the key's 3 bits in the doorkeeper, a Bloom filter
+// whose bits for one key share a cache line; only
 // a key the doorkeeper already holds increments the sketch, with the
 // conservative update (only the counters at the minimum grow, saturating at
 // 15). The estimate is the minimum of the four counters plus one if the
 // doorkeeper holds the key. After Window/Shards Records a shard halves all
 // its counters and clears its doorkeeper, so old popularity fades and the
-// doorkeeper never fills up. A whole block sits in one 32-byte span, so a
-// Record or an Admit touches about two cache lines of sketch plus three of
-// doorkeeper.
+// doorkeeper never fills up. A counter block is one 32-byte span and a
+// doorkeeper block one 64-byte line, so a Record or an Admit touches about
+// two cache lines.
 //
 // Memory: 8 bytes per configured key for the sketch, one byte per window
-// sample for the doorkeeper (8 bits per sample: about 3% false positives
-// when the whole window is distinct keys, far fewer otherwise). Defaults:
+// sample for the doorkeeper (8 bits per sample: a few percent false
+// positives when the whole window is distinct keys, far fewer otherwise). Defaults:
 // 2 MiB + 2.5 MiB.
 //
 // Concurrency. Counters are updated with CAS on their word and doorkeeper
@@ -49,14 +50,14 @@ var _ Controller = (*FrequencyFilter)(nil)
 
 // freqShard is one independent sketch and doorkeeper.
 type freqShard struct {
-	records  atomic.Int64
-	_        [56]byte
-	counters []atomic.Uint64 // blocks of 4 words, one per sketch row
-	door     []atomic.Uint64 // doorkeeper bits
-	blocks   uint64
-	doorBits uint64
-	window   int64
-	_        [64 - 8]byte
+	records    atomic.Int64
+	_          [56]byte
+	counters   []atomic.Uint64 // blocks of 4 words, one per sketch row
+	door       []atomic.Uint64 // doorkeeper bits
+	blocks     uint64
+	doorBlocks uint64
+	window     int64
+	_          [64 - 8]byte
 }
 
 const (
@@ -84,13 +85,13 @@ func NewFrequencyFilter(o FrequencyOptions) (*FrequencyFilter, error) {
 		f.seed = rand.Uint64() | 1
 	}
 	words := o.Keys / o.Shards / rows * rows
-	doorWords := (o.Window*doorBitsEach/int64(o.Shards) + 63) / 64
+	doorBlocks := (o.Window*doorBitsEach/int64(o.Shards) + doorBlockBits - 1) / doorBlockBits
 	for i := range f.shards {
 		s := &f.shards[i]
 		s.counters = make([]atomic.Uint64, words)
-		s.door = make([]atomic.Uint64, doorWords)
+		s.door = make([]atomic.Uint64, doorBlocks*doorBlockWords)
 		s.blocks = uint64(words / rows)
-		s.doorBits = uint64(doorWords * 64)
+		s.doorBlocks = uint64(doorBlocks)
 		s.window = max(1, o.Window/int64(o.Shards))
 	}
 	return f, nil
@@ -156,8 +157,8 @@ func (f *FrequencyFilter) Frequency(hash uint64) int {
 // String describes the filter's configuration.
 func (f *FrequencyFilter) String() string {
 	s := &f.shards[0]
-	return fmt.Sprintf("admission: frequency filter min %d, %d shards × (%d blocks, %d doorkeeper bits, window %d)",
-		f.minFreq, len(f.shards), s.blocks, s.doorBits, s.window)
+	return fmt.Sprintf("admission: frequency filter min %d, %d shards × (%d counter blocks, %d doorkeeper blocks, window %d)",
+		f.minFreq, len(f.shards), s.blocks, s.doorBlocks, s.window)
 }
 
 // nibble returns the bit shift of the key's counter in row i.
@@ -192,24 +193,34 @@ func (s *freqShard) increment(h, base uint64) {
 	}
 }
 
-// doorProbe returns the i-th doorkeeper bit of the key (double hashing over
-// a second mix of h, reduced with a multiply-shift).
-func (s *freqShard) doorProbe(a, b uint64, i int) (word uint64, bit uint64) {
-	pos, _ := bits.Mul64(a+uint64(i)*b, s.doorBits)
-	return pos / 64, 1 << (pos % 64)
+// The doorkeeper is a blocked Bloom filter: a key's doorProbes bits all lie
+// in one 512-bit block (one cache line), picked by a second mix of h; each
+// bit's position in the block takes 9 more bits of that mix.
+const (
+	doorBlockWords = 8
+	doorBlockBits  = doorBlockWords * 64
+)
+
+// doorBlock returns the first word of the key's doorkeeper block and the
+// hash whose low bits place the probes in it.
+func (s *freqShard) doorBlock(h uint64) (base, probes uint64) {
+	g := mix(h + 0x9e3779b97f4a7c15)
+	blk, _ := bits.Mul64(g, s.doorBlocks)
+	return blk * doorBlockWords, g
 }
 
-// doorHashes derives the two double-hashing inputs from h.
-func doorHashes(h uint64) (a, b uint64) {
-	return mix(h + 0x9e3779b97f4a7c15), h | 1
+// doorProbe returns the word offset in the block and the bit of probe i.
+func doorProbe(probes uint64, i int) (word, bit uint64) {
+	pos := probes >> (9 * i) % doorBlockBits
+	return pos / 64, 1 << (pos % 64)
 }
 
 // inDoor reports whether the doorkeeper holds the key.
 func (s *freqShard) inDoor(h uint64) bool {
-	a, b := doorHashes(h)
+	base, probes := s.doorBlock(h)
 	for i := range doorProbes {
-		w, bit := s.doorProbe(a, b, i)
-		if s.door[w].Load()&bit == 0 {
+		w, bit := doorProbe(probes, i)
+		if s.door[base+w].Load()&bit == 0 {
 			return false
 		}
 	}
@@ -222,10 +233,10 @@ func (s *freqShard) doorkeep(h uint64) bool {
 	if s.inDoor(h) {
 		return true
 	}
-	a, b := doorHashes(h)
+	base, probes := s.doorBlock(h)
 	for i := range doorProbes {
-		w, bit := s.doorProbe(a, b, i)
-		s.door[w].Or(bit)
+		w, bit := doorProbe(probes, i)
+		s.door[base+w].Or(bit)
 	}
 	return false
 }

@@ -180,7 +180,7 @@ func TestFrequencyFilterConcurrent(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 0))
-			for i := range 20000 {
+			for i := range 5000 {
 				f.Record(keyHash(rng.IntN(5000)))
 				f.Admit(keyHash(rng.IntN(5000)), 1)
 				if i%8 == 0 {

@@ -23,8 +23,10 @@ import (
 // past empty. Because readings only grow, seen > empty proves tokens remain
 // without reading the clock: while the bucket holds tokens Admit is two
 // atomic loads. Only when the bucket may be empty does Admit read the
-// Clock (and it writes seen only when that reading admits). Charge reads
-// the Clock once per call; flushers call it per device write, not per entry.
+// Clock (and it writes seen only when that reading admits): about 45 ns with
+// MonotonicClock, one more atomic load with a CoarseClock, which is what an
+// owner expecting long throttled spells should pass. Charge reads the Clock
+// once per call; flushers call it per device write, not per entry.
 //
 // Accuracy. Admission is optimistic, as the hybrid design wants: an entry
 // is admitted while tokens > 0 whatever its size, and its bytes are charged

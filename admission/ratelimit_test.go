@@ -267,7 +267,9 @@ func TestRateLimiterConcurrent(t *testing.T) {
 
 // TestRateLimiterRealClock offers 4× the limit for about a second of wall
 // time on the real clock; the bound is looser than the simulated tests'
-// because the scheduler decides when offers happen.
+// because the scheduler decides when offers happen. The burst is the
+// default second, so that a loaded machine (a tick that comes 100 ms late)
+// loses no refill: what is measured is the limiter, not the scheduler.
 func TestRateLimiterRealClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real clock: one second of wall time")
@@ -276,7 +278,7 @@ func TestRateLimiterRealClock(t *testing.T) {
 		rate = 8 * mib
 		size = 16 * kib
 	)
-	l, err := NewRateLimiter(RateOptions{BytesPerSecond: rate, BurstBytes: rate / 100})
+	l, err := NewRateLimiter(RateOptions{BytesPerSecond: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +296,7 @@ func TestRateLimiterRealClock(t *testing.T) {
 			offered += size
 		}
 	}
-	want := rate*time.Since(start).Seconds() + rate/100
+	want := rate*time.Since(start).Seconds() + rate // + the burst
 	if r := float64(admitted) / want; r < 0.85 || r > 1.15 {
 		t.Fatalf("admitted %d bytes of %d offered, want %.0f ±15%% (ratio %.3f)", admitted, offered, want, r)
 	}
