@@ -135,7 +135,7 @@ func TestFrequencyFilterFalsePositives(t *testing.T) {
 		for k := range seen {
 			f.Record(keyHash(k))
 		}
-		var once, never int
+		var once, never, door int
 		for k := range seen {
 			if f.Admit(keyHash(k), 1) == Admitted {
 				once++
@@ -143,11 +143,16 @@ func TestFrequencyFilterFalsePositives(t *testing.T) {
 			if f.Admit(keyHash(-1-k), 1) == Admitted {
 				never++
 			}
+			if h, s, _ := f.locate(keyHash(-1 - k)); s.inDoor(h) {
+				door++
+			}
 		}
-		fpOnce, fpNever := float64(once)/float64(seen), float64(never)/float64(seen)
-		t.Logf("shards %d: admitted %.4f of keys seen once, %.4f of keys never seen", shards, fpOnce, fpNever)
-		if fpOnce > 0.05 || fpNever > 0.05 {
-			t.Errorf("shards %d: false positives %.4f (seen once), %.4f (never seen), want <= 0.05", shards, fpOnce, fpNever)
+		fpOnce, fpNever, fpDoor := float64(once)/float64(seen), float64(never)/float64(seen), float64(door)/float64(seen)
+		t.Logf("shards %d: admitted %.4f of keys seen once, %.4f of keys never seen; doorkeeper false positives %.4f",
+			shards, fpOnce, fpNever, fpDoor)
+		if fpOnce > 0.05 || fpNever > 0.05 || fpDoor > 0.08 {
+			t.Errorf("shards %d: false positives %.4f (seen once), %.4f (never seen), want <= 0.05; doorkeeper %.4f, want <= 0.08",
+				shards, fpOnce, fpNever, fpDoor)
 		}
 	}
 }
