@@ -122,7 +122,7 @@ func (f *FrequencyFilter) locate(hash uint64) (h uint64, s *freqShard, base uint
 func (f *FrequencyFilter) Record(hash uint64) {
 	h, s, base := f.locate(hash)
 	if s.doorkeep(h) {
-		s.increment(h, base)
+		increment(s.block(base), h)
 	}
 	if s.records.Add(1) == s.window {
 		s.halve()
@@ -147,7 +147,7 @@ func (f *FrequencyFilter) Charge(int) {}
 // accesses recorded since the last halving, barring races with it.
 func (f *FrequencyFilter) Frequency(hash uint64) int {
 	h, s, base := f.locate(hash)
-	n := int(s.estimate(h, base))
+	n := int(estimate(s.block(base), h))
 	if s.inDoor(h) {
 		n++
 	}
@@ -163,27 +163,32 @@ func (f *FrequencyFilter) String() string {
 
 // nibble returns the bit shift of the key's counter in row i.
 func nibble(h uint64, i int) uint {
-	return uint(h>>(4*i)&15) * 4
+	return uint(h>>(4*uint(i))&15) * 4
+}
+
+// block returns the key's four counter words, one per sketch row.
+func (s *freqShard) block(base uint64) *[rows]atomic.Uint64 {
+	return (*[rows]atomic.Uint64)(s.counters[base : base+rows])
 }
 
 // estimate returns the minimum of the key's four counters.
-func (s *freqShard) estimate(h, base uint64) uint64 {
+func estimate(blk *[rows]atomic.Uint64, h uint64) uint64 {
 	m := uint64(maxCount)
-	for i := range rows {
-		m = min(m, s.counters[base+uint64(i)].Load()>>nibble(h, i)&15)
+	for i := range blk {
+		m = min(m, blk[i].Load()>>nibble(h, i)&15)
 	}
 	return m
 }
 
 // increment adds one to the key's counters that hold the minimum
 // (conservative update), saturating at maxCount.
-func (s *freqShard) increment(h, base uint64) {
-	m := s.estimate(h, base)
+func increment(blk *[rows]atomic.Uint64, h uint64) {
+	m := estimate(blk, h)
 	if m >= maxCount {
 		return
 	}
-	for i := range rows {
-		w, shift := &s.counters[base+uint64(i)], nibble(h, i)
+	for i := range blk {
+		w, shift := &blk[i], nibble(h, i)
 		for {
 			old := w.Load()
 			if old>>shift&15 != m || w.CompareAndSwap(old, old+1<<shift) {
@@ -201,15 +206,16 @@ const (
 	doorBlockBits  = doorBlockWords * 64
 )
 
-// doorBlock returns the first word of the key's doorkeeper block and the
-// hash whose low bits place the probes in it.
-func (s *freqShard) doorBlock(h uint64) (base, probes uint64) {
+// doorBlock returns the key's doorkeeper block and the hash whose low bits
+// place the probes in it.
+func (s *freqShard) doorBlock(h uint64) (blk *[doorBlockWords]atomic.Uint64, probes uint64) {
 	g := mix(h + 0x9e3779b97f4a7c15)
-	blk, _ := bits.Mul64(g, s.doorBlocks)
-	return blk * doorBlockWords, g
+	i, _ := bits.Mul64(g, s.doorBlocks)
+	base := i * doorBlockWords
+	return (*[doorBlockWords]atomic.Uint64)(s.door[base : base+doorBlockWords]), g
 }
 
-// doorProbe returns the word offset in the block and the bit of probe i.
+// doorProbe returns the word in the block and the bit of probe i.
 func doorProbe(probes uint64, i int) (word, bit uint64) {
 	pos := probes >> (9 * i) % doorBlockBits
 	return pos / 64, 1 << (pos % 64)
@@ -217,10 +223,14 @@ func doorProbe(probes uint64, i int) (word, bit uint64) {
 
 // inDoor reports whether the doorkeeper holds the key.
 func (s *freqShard) inDoor(h uint64) bool {
-	base, probes := s.doorBlock(h)
+	blk, probes := s.doorBlock(h)
+	return hasAll(blk, probes)
+}
+
+func hasAll(blk *[doorBlockWords]atomic.Uint64, probes uint64) bool {
 	for i := range doorProbes {
 		w, bit := doorProbe(probes, i)
-		if s.door[base+w].Load()&bit == 0 {
+		if blk[w].Load()&bit == 0 {
 			return false
 		}
 	}
@@ -230,13 +240,13 @@ func (s *freqShard) inDoor(h uint64) bool {
 // doorkeep reports whether the doorkeeper already held the key, adding it
 // if not. Reads first, so a hot key dirties no doorkeeper cache line.
 func (s *freqShard) doorkeep(h uint64) bool {
-	if s.inDoor(h) {
+	blk, probes := s.doorBlock(h)
+	if hasAll(blk, probes) {
 		return true
 	}
-	base, probes := s.doorBlock(h)
 	for i := range doorProbes {
 		w, bit := doorProbe(probes, i)
-		s.door[base+w].Or(bit)
+		blk[w].Or(bit)
 	}
 	return false
 }
