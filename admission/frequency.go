@@ -97,8 +97,8 @@ func NewFrequencyFilter(o FrequencyOptions) (*FrequencyFilter, error) {
 	return f, nil
 }
 
-// mix scrambles a key hash with the filter's seed (the splitmix64
-// finalizer): every output bit depends on every input bit.
+// mix is the splitmix64 finalizer: every output bit depends on every input
+// bit. locate applies it to the key hash XOR the filter's seed.
 func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
