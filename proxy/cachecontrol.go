@@ -93,9 +93,9 @@ func ccNext(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
 	for i < len(v) && v[i] != '=' && v[i] != ',' {
 		i++
 	}
-	name = ccTrimRight(v[start:i])
+	name = v[start:i]
 	if i == len(v) || v[i] == ',' {
-		return name, nil, false, v[i:]
+		return ccTrimRight(name), nil, false, v[i:]
 	}
 	if ccHasSpace(name) {
 		// `max-age =5`: the name is not a token; skip the element.
