@@ -184,7 +184,7 @@ func keyAppendPct(dst []byte, c byte) []byte {
 // keyAppendHost writes the normalised host (see BuildKey).
 func keyAppendHost(dst, host, scheme []byte) []byte {
 	name, port := keySplitPort(host)
-	if len(port) == 0 || keyDefaultPort(scheme, port) {
+	if len(port) == 1 || (len(port) > 1 && keyDefaultPort(scheme, port)) {
 		host = name
 	}
 	for _, c := range host {
