@@ -27,10 +27,11 @@ type varySpan struct{ s, e int }
 // names (so "Accept, Accept-Encoding" and "accept-encoding,ACCEPT" give the
 // same key):
 //
-//	lower(name) "!;"                           field absent from req
-//	lower(name) "=" len ":" normalised-value ";"  present (len in decimal)
+//	lower(name) ";"                                field absent from req
+//	lower(name) "=" len ":" normalised-value ";"    present (len in decimal)
 //
-// The value is length-prefixed and names are tokens, so two different
+// Names are tokens, which hold neither '=' nor ';', and values are
+// length-prefixed, so the key parses back in one way only: two different
 // (name, value) sets never give the same key. Normalisation, applied to all
 // lines of the field joined as one list:
 //   - Accept-Encoding: elements lower-cased, whitespace removed (also around
@@ -178,7 +179,7 @@ func varyCompareFold(a, b []byte) int {
 // lower-cased name already in dst) and the closing ";".
 func varyAppendValue(dst, lname []byte, lines [][]byte) []byte {
 	if len(lines) == 0 {
-		return append(dst, "!;"...)
+		return append(dst, ';')
 	}
 	dst = append(dst, '=')
 	p := len(dst)
