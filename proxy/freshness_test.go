@@ -87,3 +87,56 @@ func TestFreshnessString(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarios runs the whole path a hit takes: StoreDecision on the
+// origin response, CurrentAge at serve time, Evaluate with the new request.
+// Times are seconds relative to testNow, when the response arrived.
+func TestScenarios(t *testing.T) {
+	tests := []struct {
+		name    string
+		resp    []string
+		delay   int // seconds between request sent and response received
+		at      int // serve time
+		req     []string
+		want    Freshness
+		onError bool
+	}{
+		{"§4.2.3 Age counts: max-age=3600, Age 7200 is stale", []string{"Date: " + testDate(0), "Cache-Control: max-age=3600", `ETag: "a"`, "Age: 7200"}, 0, 0, nil, MustValidate, false},
+		{"§4.2.3 Age counts with Expires", []string{"Date: " + testDate(0), "Expires: " + testDate(3600), `ETag: "a"`, "Age: 7200"}, 0, 0, nil, MustValidate, false},
+		{"§4.2.3 Expires, fast Date: lifetime from Date", []string{"Date: " + testDate(10), "Expires: " + testDate(3610)}, 0, 3000, nil, Fresh, true},
+		{"§4.2.3 slow Date adds apparent age", []string{"Date: " + testDate(-3600), "Cache-Control: max-age=5400"}, 0, 1799, nil, Fresh, true},
+		{"§4.2.3 slow Date, later stale", []string{"Date: " + testDate(-3600), "Cache-Control: max-age=5400", `ETag: "a"`}, 0, 1801, nil, MustValidate, false},
+		{"§4.2.3 response delay counts", []string{"Date: " + testDate(0), "Cache-Control: max-age=10", `ETag: "a"`, "Age: 5"}, 6, 0, nil, MustValidate, false},
+		{"§4.2.2 heuristic lifetime", []string{"Date: " + testDate(0), "Last-Modified: " + testDate(-36000)}, 0, 3599, nil, Fresh, true},
+		{"§4.2.2 heuristic lifetime ends", []string{"Date: " + testDate(0), "Last-Modified: " + testDate(-36000)}, 0, 3600, nil, MustValidate, false},
+		{"RFC 5861 swr after max-age", []string{"Date: " + testDate(0), "Cache-Control: max-age=1, stale-while-revalidate=60"}, 0, 30, nil, StaleRevalidate, false},
+		{"RFC 5861 sie after max-age", []string{"Date: " + testDate(0), "Cache-Control: max-age=1, stale-if-error=60"}, 0, 30, nil, MustValidate, true},
+		{"§5.2.2.10 s-maxage forbids stale-if-error", []string{"Date: " + testDate(0), "Cache-Control: s-maxage=1, stale-if-error=60"}, 0, 30, nil, MustValidate, false},
+		{"§5.2.1.2 max-stale with Age", []string{"Date: " + testDate(0), "Cache-Control: max-age=1500", "Age: 2000"}, 0, 0, []string{"Cache-Control: max-stale=1000"}, StaleServable, false},
+		{"§5.2.1.3 min-fresh with Age", []string{"Date: " + testDate(0), "Cache-Control: max-age=1500", "Age: 1000"}, 0, 0, []string{"Cache-Control: min-fresh=1000"}, MustValidate, true},
+		{"§5.4 Pragma no-cache", []string{"Date: " + testDate(0), "Cache-Control: max-age=1500"}, 0, 0, []string{"Pragma: no-cache"}, MustValidate, false},
+	}
+	o := DefaultPolicyOptions()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			origin := testRequest(t, "GET", "/")
+			var rp RequestPolicy
+			ParseRequest(&rp, &origin.Header)
+			h := testResponse(t, "200 OK", tt.resp...)
+			var si StoreInfo
+			StoreDecision(&si, &rp, 200, h, testNow, &o)
+			if !si.Store {
+				t.Fatalf("not stored: %s", si.Reason)
+			}
+			reqTime := testNow.Add(-time.Duration(tt.delay) * time.Second)
+			age := CurrentAge(si.Age, si.Date, reqTime, testNow, testNow.Add(time.Duration(tt.at)*time.Second))
+			client := testRequest(t, "GET", "/", tt.req...)
+			ParseRequest(&rp, &client.Header)
+			v := Evaluate(&si.FreshnessInfo, age, &rp, &o)
+			if v.Freshness != tt.want || v.ServeOnError != tt.onError {
+				t.Errorf("age %v lifetime %v: got %v onError=%v, want %v onError=%v",
+					age, si.Lifetime, v.Freshness, v.ServeOnError, tt.want, tt.onError)
+			}
+		})
+	}
+}

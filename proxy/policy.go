@@ -244,6 +244,14 @@ type StoreInfo struct {
 //
 // no-cache responses are stored (when they have a validator) with
 // FreshnessInfo.NoCache: each use revalidates. It does not allocate.
+//
+// REQUIRES: h answers a GET sent to the origin. For a client HEAD
+// (rp.Head) the caller fetches with GET, or stores nothing: a response to
+// a HEAD has no body to store. For a 304 that freshens a stored response,
+// run it on the stored headers updated from the 304 (§4.3.4, §3.2: every
+// field but Content-Length and the hop-by-hop ones), with the stored
+// status.
+
 func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, now time.Time, o *PolicyOptions) {
 	*si = StoreInfo{}
 	si.CC.Reset()
@@ -334,4 +342,17 @@ func storeReusable(si *StoreInfo, o *PolicyOptions) bool {
 		return false
 	}
 	return si.StaleWhileRevalidate > 0 || si.StaleIfError > 0 || o.Grace > 0
+}
+
+// Invalidates reports whether a response with status to a request with
+// method must invalidate the stored responses for the target URI (and the
+// same-origin Location and Content-Location URIs, which the caller checks):
+// RFC 9111 §4.4, an unsafe method (RFC 9110 §9.2.1: anything but GET,
+// HEAD, OPTIONS and TRACE) answered with a non-error status (2xx, 3xx).
+func Invalidates(method []byte, status int) bool {
+	switch string(method) {
+	case fasthttp.MethodGet, fasthttp.MethodHead, fasthttp.MethodOptions, fasthttp.MethodTrace:
+		return false
+	}
+	return status >= 200 && status < 400
 }

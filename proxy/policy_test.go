@@ -293,3 +293,20 @@ func TestPolicyAllocs(t *testing.T) {
 		t.Errorf("Evaluate allocates %v times per run, want 0", n)
 	}
 }
+
+func TestInvalidates(t *testing.T) {
+	tests := []struct {
+		method string
+		status int
+		want   bool
+	}{
+		{"POST", 200, true}, {"PUT", 201, true}, {"DELETE", 204, true}, {"PATCH", 303, true}, {"PURGE", 200, true},
+		{"POST", 404, false}, {"POST", 500, false}, {"POST", 100, false},
+		{"GET", 200, false}, {"HEAD", 200, false}, {"OPTIONS", 200, false}, {"TRACE", 200, false},
+	}
+	for _, tt := range tests {
+		if got := Invalidates([]byte(tt.method), tt.status); got != tt.want {
+			t.Errorf("RFC 9111 §4.4 Invalidates(%s, %d) = %v, want %v", tt.method, tt.status, got, tt.want)
+		}
+	}
+}

@@ -21,7 +21,9 @@ type varySpan struct{ s, e int }
 // for a stored response whose Vary field value is vary (all Vary lines
 // joined with ", ": AppendVary). It reports false when such a response can
 // never be reused: Vary lists "*", a name that is not a token, or more
-// than maxVaryNames names; dst is then returned unchanged.
+// than maxVaryNames names; dst is then returned unchanged. Store a response
+// under the key built from the request that fetched it, and look it up
+// with the key built from a new request and the stored response's Vary.
 //
 // Format, for each distinct field name, in ASCII order of the lower-cased
 // names (so "Accept, Accept-Encoding" and "accept-encoding,ACCEPT" give the
