@@ -145,7 +145,9 @@ const (
 )
 
 // ParseRequest fills rp from h. It does not allocate once h's internal
-// buffers have grown (fasthttp reuses them).
+// buffers have grown (fasthttp reuses them). Like every function here that
+// reads fasthttp headers, it looks fields up by their normalised names:
+// headers must not have DisableNormalizing set.
 func ParseRequest(rp *RequestPolicy, h *fasthttp.RequestHeader) {
 	*rp = RequestPolicy{}
 	rp.CC.Reset()
