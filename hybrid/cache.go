@@ -47,7 +47,7 @@ type Cache struct {
 
 type cacheCounters struct {
 	promotions, evictedToDisk, evictedSkipped, directToDisk atomic.Uint64
-	fetches, fetchErrors, fetchWaits                         atomic.Uint64
+	fetches, fetchErrors, fetchWaits                        atomic.Uint64
 }
 
 // Open builds a Cache from opts, recovering the disk tier from its device.
