@@ -3,7 +3,6 @@ package blockdev
 import (
 	"fmt"
 	"sync"
-	"time"
 )
 
 // Disk is a Device on a raw block device or a regular file, made by Open.
@@ -13,7 +12,7 @@ import (
 // once with no lock around the syscall. A read-write mutex is held shared
 // by every operation and exclusively by Close only: it keeps the descriptor
 // from being closed, and its number reused by an unrelated open, while an
-// I/O is still in flight. Each call costs two time.Now (for Stats).
+// I/O is still in flight. Each call reads the monotonic clock twice (for Stats).
 //
 // Errors from the kernel are wrapped with the operation, the path and the
 // offset where the transfer stopped, counted in Stats.Errors, and returned;
@@ -59,7 +58,7 @@ func (d *Disk) ReadAt(p []byte, off int64) (int, error) {
 	if d.closed {
 		return 0, ErrClosed
 	}
-	start := time.Now()
+	start := monoNow()
 	n, err := d.h.pread(p, off)
 	if err != nil {
 		d.c.errors.Add(1)
@@ -79,7 +78,7 @@ func (d *Disk) WriteAt(p []byte, off int64) (int, error) {
 	if d.closed {
 		return 0, ErrClosed
 	}
-	start := time.Now()
+	start := monoNow()
 	n, err := d.h.pwrite(p, off)
 	if err != nil {
 		d.c.errors.Add(1)
