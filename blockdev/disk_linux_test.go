@@ -31,13 +31,6 @@ func openT(t *testing.T, path string, o Options) *Disk {
 	return d.(*Disk)
 }
 
-// pattern fills p with bytes derived from seed.
-func pattern(p []byte, seed byte) {
-	for i := range p {
-		p[i] = byte(i*7) ^ seed
-	}
-}
-
 func TestDiskRoundTrip(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -232,3 +232,42 @@ func TestDiskCloseDuringIO(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDiskWriteError gives a Disk a read-only descriptor, so pwrite fails
+// with EBADF: the error names path and offset and is counted.
+func TestDiskWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev")
+	if err := os.WriteFile(path, make([]byte, 16<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Disk{path: path, h: handle{fd}, size: 16 << 10, bs: 4096}
+	defer d.Close()
+	_, err = d.WriteAt(AlignedBuffer(4096, 4096), 8192)
+	if !errors.Is(err, unix.EBADF) || !strings.HasPrefix(err.Error(), "blockdev: pwrite "+path+" at 8192: ") {
+		t.Fatalf("WriteAt: %v", err)
+	}
+	if s := d.Stats(); s.Errors != 1 || s.Writes != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBlockSizeFor(t *testing.T) {
+	tests := []struct {
+		align, want int // want 0: error
+	}{
+		{0, 4096}, {512, 4096}, {4096, 4096}, {8192, 8192}, {6000, 0}, {2 << 20, 0},
+	}
+	for _, tc := range tests {
+		got, err := blockSizeFor("x", tc.align)
+		if got != tc.want || (err != nil) != (tc.want == 0) {
+			t.Errorf("blockSizeFor(%d) = %d, %v; want %d", tc.align, got, err, tc.want)
+		}
+		if err != nil && !errors.Is(err, ErrUnsupported) {
+			t.Errorf("error %v is not ErrUnsupported", err)
+		}
+	}
+}
