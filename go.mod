@@ -14,4 +14,5 @@ require (
 	github.com/kr/text v0.2.0 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	golang.org/x/sys v0.50.0
 )
