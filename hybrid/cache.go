@@ -22,12 +22,19 @@ import (
 // big for a shard) goes straight to disk. Remove hides a key in both tiers,
 // durably on disk (a tombstone).
 //
-// Consistency. A key never reads back an older value than the newest one
-// inserted, as long as it is still cached: Insert of a key the disk holds
-// removes the disk copy first, so that a newer value dropped by admission
-// on eviction cannot leave an older one to resurface. An evicted entry
-// whose key is still on disk is known to be that same value (promoted from
-// there), so it is not written twice.
+// Consistency. With one writer per key, a key never reads back an older
+// value than the newest one inserted: Insert of a key the disk holds
+// removes the disk copy, so that a newer value refused by admission on
+// eviction cannot leave an older one to resurface; a promotion is stored
+// only if memory has no live entry for the key (Memory.SetClean), so it
+// never replaces a newer value. A promoted entry is a clean copy of the
+// disk's, so its eviction writes nothing. Misses are always allowed: an
+// Insert racing with an eviction of the same key may lose both. Concurrent
+// Inserts of one key from several goroutines have no defined winner, and
+// in a narrow race (an Insert's value evicted and refused while a
+// promotion of the older disk copy is in flight) an older value may be
+// served again; callers that mix versions (the proxy's slices) carry their
+// own validator to detect it.
 //
 // Ownership. Values are copied in on Insert and appended to the caller's
 // dst on Get: returned bytes belong to the caller for good.
@@ -46,8 +53,8 @@ type Cache struct {
 }
 
 type cacheCounters struct {
-	promotions, evictedToDisk, evictedSkipped, directToDisk atomic.Uint64
-	fetches, fetchErrors, fetchWaits                        atomic.Uint64
+	promotions, evictedToDisk, directToDisk atomic.Uint64
+	fetches, fetchErrors, fetchWaits        atomic.Uint64
 }
 
 // Open builds a Cache from opts, recovering the disk tier from its device.
@@ -109,7 +116,7 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 		return dst, TierMiss, false
 	}
 	c.record(key)
-	if !c.opts.NoPromote && c.mem.Set(key, v[len(dst):], expiryTime(expiry)) {
+	if !c.opts.NoPromote && c.mem.SetClean(key, v[len(dst):], expiryTime(expiry)) {
 		c.c.promotions.Add(1)
 	}
 	return v, TierDisk, true
@@ -130,22 +137,26 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 		c.disk.Insert(key, value, expiry)
 		return
 	}
-	if c.disk.Contains(key) {
-		c.disk.Remove(key) // see "Consistency" in the type's doc
-	}
 	if !c.mem.Set(key, value, expiry) {
+		// Too big for memory: straight to disk, which supersedes (or, if
+		// refused, hides) an older copy there.
 		c.c.directToDisk.Add(1)
 		c.disk.Insert(key, value, expiry)
+		return
+	}
+	// The memory tier now holds the newest value; an older copy on disk
+	// must go, or it would resurface if this one is later refused on its
+	// way down. Set first, then remove: an eviction of the older value
+	// racing with this Insert has queued its disk write before Set took
+	// the shard lock, so the remove lands after it.
+	if c.disk.Contains(key) {
+		c.disk.Remove(key)
 	}
 }
 
 // onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under
 // a memory shard lock: Engine.Insert copies and never blocks.
 func (c *Cache) onEvict(key, value []byte, expiry int64) {
-	if c.disk.Contains(key) {
-		c.c.evictedSkipped.Add(1)
-		return
-	}
 	if c.disk.Insert(key, value, expiryTime(expiry)) {
 		c.c.evictedToDisk.Add(1)
 	}

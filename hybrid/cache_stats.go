@@ -12,13 +12,12 @@ type Stats struct {
 	Device      blockdev.Stats
 	DiskEnabled bool
 
-	Promotions     uint64 // disk hits copied into memory
-	EvictedToDisk  uint64 // memory evictions queued for a disk write
-	EvictedSkipped uint64 // memory evictions already on disk (not rewritten)
-	DirectToDisk   uint64 // inserts the memory tier refused, sent to disk
-	Fetches        uint64 // GetOrFetch fetches started
-	FetchWaits     uint64 // GetOrFetch callers that joined a running fetch
-	FetchErrors    uint64 // fetches that failed
+	Promotions    uint64 // disk hits copied into memory
+	EvictedToDisk uint64 // memory evictions queued for a disk write
+	DirectToDisk  uint64 // inserts the memory tier refused, sent to disk
+	Fetches       uint64 // GetOrFetch fetches started
+	FetchWaits    uint64 // GetOrFetch callers that joined a running fetch
+	FetchErrors   uint64 // fetches that failed
 }
 
 // Hits returns memory and disk hits; Misses the lookups neither tier
@@ -36,14 +35,13 @@ func (s *Stats) Misses() uint64 {
 // Stats returns a snapshot.
 func (c *Cache) Stats() Stats {
 	s := Stats{
-		Memory:         c.mem.Stats(),
-		Promotions:     c.c.promotions.Load(),
-		EvictedToDisk:  c.c.evictedToDisk.Load(),
-		EvictedSkipped: c.c.evictedSkipped.Load(),
-		DirectToDisk:   c.c.directToDisk.Load(),
-		Fetches:        c.c.fetches.Load(),
-		FetchWaits:     c.c.fetchWaits.Load(),
-		FetchErrors:    c.c.fetchErrors.Load(),
+		Memory:        c.mem.Stats(),
+		Promotions:    c.c.promotions.Load(),
+		EvictedToDisk: c.c.evictedToDisk.Load(),
+		DirectToDisk:  c.c.directToDisk.Load(),
+		Fetches:       c.c.fetches.Load(),
+		FetchWaits:    c.c.fetchWaits.Load(),
+		FetchErrors:   c.c.fetchErrors.Load(),
 	}
 	if c.disk != nil {
 		s.DiskEnabled = true

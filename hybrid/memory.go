@@ -184,6 +184,35 @@ func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
 	return ok
 }
 
+// SetClean stores a copy of key and value like Set, but only if key has no
+// live entry, and marks the entry clean: a copy of what a lower tier (the
+// disk) already holds, which eviction therefore does not offer to OnEvict.
+// It reports whether it stored the entry. The hybrid Cache promotes disk
+// hits with it: a promotion never replaces a newer value set meanwhile.
+func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
+	var exp int64
+	if !expiry.IsZero() {
+		exp = max(expiry.UnixNano(), 1)
+	}
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if _, _, live := s.lookup(h, key); live {
+		return false
+	}
+	if !s.set(h, key, value, exp) {
+		s.refused.Add(1)
+		return false
+	}
+	s.sets.Add(1)
+	s.slot(s.index[h]).clean = true
+	return true
+}
+
 // Delete removes key; it reports whether a live entry was removed. OnEvict
 // is not called.
 func (m *Memory) Delete(key []byte) bool {

@@ -68,7 +68,7 @@ func (s *memShard) evict(i uint32, now *int64) {
 			return
 		}
 	}
-	if s.cfg.onEvict != nil {
+	if s.cfg.onEvict != nil && !sl.clean {
 		key, value := s.borrow(sl)
 		s.cfg.onEvict(key, value, sl.expiry)
 	}

@@ -19,6 +19,7 @@ type memSlot struct {
 	next   uint32        // towards the tail (older); free-list link when free
 	freq   atomic.Uint32 // S3-FIFO: hits since (re)insertion, capped at memMaxFreq
 	queue  uint8         // memQSmall, memQMain or memQFree
+	clean  bool          // a copy of what a lower tier holds: not offered to OnEvict
 }
 
 // Queues. FIFO and LRU keep every entry in memQMain.
@@ -240,6 +241,7 @@ func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, f
 	sl := s.slot(i)
 	sl.hash, sl.expiry, sl.first, sl.last = h, expiry, first, last
 	sl.klen, sl.vlen = uint32(len(key)), uint32(len(value))
+	sl.clean = false
 	sl.freq.Store(freq)
 	c := s.arena.cursor(first, n)
 	c.write(key)
