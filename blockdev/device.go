@@ -1,17 +1,32 @@
 // Package blockdev is the seam between strata's disk engine and storage: a
-// small Device interface for aligned positional I/O, the real implementations
-// (a raw block device or a preallocated file, opened with O_DIRECT on Linux),
-// an in-memory device with crash cloning, an error-injecting wrapper for
-// tests, and aligned buffers.
+// small Device interface for aligned positional I/O and what implements it.
+//
+//   - Open (disk.go, disk_linux.go, file_linux.go) returns a *Disk on a raw
+//     block device or a regular file. On Linux: O_DIRECT; a block device is
+//     opened O_EXCL and sized with BLKGETSIZE64/BLKSSZGET; a file is
+//     created if missing, preallocated with fallocate, never shrunk, and
+//     guarded by flock against a second opener (ErrBusy). Where the file
+//     system cannot do direct I/O (tmpfs) the file is used buffered, with
+//     one logged warning; IsDirect tells callers which they got. Off Linux,
+//     Open serves regular files with buffered os.File I/O only.
+//   - MemDevice (mem.go): in memory, with CrashClone, for tests.
+//   - Faulty (faulty.go): wraps any Device and injects failed, torn and
+//     bit-flipped I/O on rules set at run time, for tests.
+//   - Pool and Buffer (pool.go): aligned buffers, off the Go heap (mmap) on
+//     Linux, in power-of-two size classes, reused up to a byte cap;
+//     AlignedBuffer (buffer.go) for one-off heap buffers.
 //
 // Alignment. Every ReadAt and WriteAt must use an offset, a length and a
 // buffer address that are multiples of BlockSize(); anything else fails with
 // ErrMisaligned before any syscall. I/O outside [0, Size()) fails with
-// ErrOutOfRange. Use AlignedBuffer (or a Pool) for buffers.
+// ErrOutOfRange. A Disk's BlockSize is max(4096, the kernel's direct-I/O
+// alignment), so the engine may count on 4096-byte alignment being enough
+// on any usual store.
 //
 // Concurrency. All methods of every Device here are safe for concurrent use;
 // positional I/O on distinct or overlapping ranges from many goroutines is
-// allowed (overlapping writes have no defined winner).
+// allowed (overlapping writes have no defined winner). Nothing in the
+// package starts a goroutine.
 package blockdev
 
 import "unsafe"

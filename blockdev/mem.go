@@ -3,7 +3,6 @@ package blockdev
 import (
 	"fmt"
 	"sync"
-	"time"
 )
 
 // MemDevice is a Device held in memory, for tests. It enforces the same
@@ -33,7 +32,7 @@ func NewMem(size int64, blockSize int) (*MemDevice, error) {
 
 // ReadAt implements Device.
 func (m *MemDevice) ReadAt(p []byte, off int64) (int, error) {
-	start := time.Now()
+	start := monoNow()
 	if err := CheckIO(p, off, int64(len(m.data)), m.blockSize); err != nil {
 		return 0, err
 	}
@@ -49,7 +48,7 @@ func (m *MemDevice) ReadAt(p []byte, off int64) (int, error) {
 
 // WriteAt implements Device.
 func (m *MemDevice) WriteAt(p []byte, off int64) (int, error) {
-	start := time.Now()
+	start := monoNow()
 	if err := CheckIO(p, off, int64(len(m.data)), m.blockSize); err != nil {
 		return 0, err
 	}

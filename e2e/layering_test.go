@@ -11,8 +11,8 @@ import (
 // rule 1: for each top-level directory, the strata directories its packages
 // may import. Imports point down the table and never back up.
 var allowedImports = map[string][]string{
-	"blockdev":  nil,
-	"admission": nil,
+	"blockdev":  {"blockdev"},
+	"admission": {"admission"},
 	"hybrid":    {"blockdev", "admission", "hybrid"},
 	"proxy":     {"hybrid", "proxy"},
 	"configs":   {"blockdev", "admission", "hybrid", "proxy", "configs"},

@@ -23,6 +23,7 @@ func adminDo(a *Admin, method, uri, auth string) (int, string) {
 func TestPurgeAndAdmin(t *testing.T) {
 	p := newPair(t, cacheable("purge me"), func(o *Options) { o.PurgeToken = "s3cret" })
 	p.get("/p")
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 }) // the fill committed and left
 	a := NewAdmin(p.srv, p.reg)
 	u := "/purge?url=http://example.com/p"
 	for _, tc := range []struct {

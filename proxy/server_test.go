@@ -51,13 +51,18 @@ func TestNotStored(t *testing.T) {
 		{"no freshness", withHeaders(), nil, "strata; fwd=uri-miss"},
 		{"vary", withHeaders("Cache-Control", "max-age=60", "Vary", "Accept-Encoding"), nil, "strata; fwd=uri-miss"},
 		{"authorization", withHeaders("Cache-Control", "max-age=60"), []string{"Authorization", "Basic eDp5"}, "strata; fwd=uri-miss"},
-		{"request no-store", withHeaders("Cache-Control", "max-age=60"), []string{"Cache-Control", "no-store"}, "strata; fwd=bypass"},
+		{"request no-store", withHeaders("Cache-Control", "max-age=60"), []string{"Cache-Control", "no-store"}, "strata; fwd=uri-miss"},
+		{"POST", withHeaders("Cache-Control", "max-age=60"), []string{"X-Method", "POST"}, "strata; fwd=bypass"},
 		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, nil, "strata; fwd=uri-miss"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, tc.h, nil)
 			for i := range 2 {
-				r := p.get("/x", tc.req...)
+				method := "GET"
+				if tc.name == "POST" {
+					method = "POST"
+				}
+				r := p.do(method, "/x", tc.req...)
 				expectHeader(t, r, "Cache-Status", tc.cs)
 				if i == 0 && tc.name == "set-cookie" {
 					expectHeader(t, r, "Set-Cookie", "a=b")

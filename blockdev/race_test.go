@@ -1,5 +1,5 @@
 //go:build race
 
-package proxy
+package blockdev
 
 const raceEnabled = true

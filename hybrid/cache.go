@@ -1,0 +1,266 @@
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"strata/admission"
+)
+
+// Cache is the hybrid cache: a Memory tier in front of an optional disk
+// Engine, joined as DESIGN.md ("The hybrid cache") describes.
+//
+// Get asks memory, then disk (the engine's pending set, index and read
+// pool); a disk hit is copied into memory unless NoPromote. Insert puts an
+// entry in memory; with WriteOnEviction it reaches the disk only when the
+// memory tier evicts it (through admission, which may refuse), with
+// WriteOnInsertion at once as well. An entry the memory tier refuses (too
+// big for a shard) goes straight to disk. Remove hides a key in both tiers,
+// durably on disk (a tombstone).
+//
+// Consistency. With one writer per key, a key never reads back an older
+// value than the newest one inserted: Insert of a key the disk holds
+// removes the disk copy, so that a newer value refused by admission on
+// eviction cannot leave an older one to resurface; a promotion is stored
+// only if memory has no live entry for the key (Memory.SetClean), so it
+// never replaces a newer value. A promoted entry is a clean copy of the
+// disk's, so its eviction writes nothing. Misses are always allowed: an
+// Insert racing with an eviction of the same key may lose both. Concurrent
+// Inserts of one key from several goroutines have no defined winner, and
+// in a narrow race (an Insert's value evicted and refused while a
+// promotion of the older disk copy is in flight) an older value may be
+// served again; callers that mix versions (the proxy's slices) carry their
+// own validator to detect it.
+//
+// Ownership. Values are copied in on Insert and appended to the caller's
+// dst on Get: returned bytes belong to the caller for good.
+//
+// Concurrency. All methods are safe for concurrent use. Close must not run
+// concurrently with other calls: the caller stops its traffic first (the
+// proxy shuts its listener down before closing the cache); calls after
+// Close are misses and no-ops.
+type Cache struct {
+	opts   Options
+	mem    *Memory
+	disk   *Engine // nil: memory only
+	fetch  *fetchGroup
+	closed atomic.Bool
+	c      cacheCounters
+}
+
+type cacheCounters struct {
+	promotions, evictedToDisk, directToDisk atomic.Uint64
+	fetches, fetchErrors, fetchWaits        atomic.Uint64
+}
+
+// Open builds a Cache from opts, recovering the disk tier from its device.
+func Open(opts Options) (*Cache, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		closeDevice(opts)
+		return nil, err
+	}
+	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout)}
+	if opts.Device != nil {
+		if opts.Admission != nil {
+			opts.Disk.Admission = admitter{opts.Admission}
+		}
+		e, err := OpenEngine(opts.Device, opts.Disk)
+		if err != nil {
+			closeDevice(opts)
+			return nil, err
+		}
+		c.disk = e
+		if opts.WritePolicy == WriteOnEviction {
+			opts.Memory.OnEvict = c.onEvict
+		}
+	}
+	m, err := NewMemory(opts.Memory)
+	if err != nil {
+		if c.disk != nil {
+			_ = c.disk.Close(context.Background())
+		}
+		closeDevice(opts)
+		return nil, err
+	}
+	c.mem = m
+	return c, nil
+}
+
+func closeDevice(opts Options) {
+	if opts.Device != nil {
+		_ = opts.Device.Close()
+	}
+}
+
+// Get appends key's value to dst and says which tier answered. A miss
+// returns dst unchanged and TierMiss. A hit allocates nothing when dst has
+// room for the value.
+func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
+	if c.closed.Load() {
+		return dst, TierMiss, false
+	}
+	if v, _, ok := c.mem.Get(key, dst); ok {
+		c.record(key)
+		return v, TierMemory, true
+	}
+	if c.disk == nil {
+		return dst, TierMiss, false
+	}
+	v, expiry, ok := c.disk.GetWithExpiry(key, dst)
+	if !ok {
+		return dst, TierMiss, false
+	}
+	c.record(key)
+	if !c.opts.NoPromote && c.mem.SetClean(key, v[len(dst):], expiryTime(expiry)) {
+		c.c.promotions.Add(1)
+	}
+	return v, TierDisk, true
+}
+
+// Insert stores a copy of key → value until expiry (zero: no expiry).
+func (c *Cache) Insert(key, value []byte, expiry time.Time) {
+	if c.closed.Load() {
+		return
+	}
+	c.record(key)
+	if c.disk == nil {
+		c.mem.Set(key, value, expiry)
+		return
+	}
+	if c.opts.WritePolicy == WriteOnInsertion {
+		c.mem.Set(key, value, expiry)
+		c.disk.Insert(key, value, expiry)
+		return
+	}
+	if !c.mem.Set(key, value, expiry) {
+		// Too big for memory: straight to disk, which supersedes (or, if
+		// refused, hides) an older copy there.
+		c.c.directToDisk.Add(1)
+		c.disk.Insert(key, value, expiry)
+		return
+	}
+	// The memory tier now holds the newest value; an older copy on disk
+	// must go, or it would resurface if this one is later refused on its
+	// way down. Set first, then remove: an eviction of the older value
+	// racing with this Insert has queued its disk write before Set took
+	// the shard lock, so the remove lands after it.
+	if c.disk.Contains(key) {
+		c.disk.Remove(key)
+	}
+}
+
+// onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under
+// a memory shard lock: Engine.Insert copies and never blocks.
+func (c *Cache) onEvict(key, value []byte, expiry int64) {
+	if c.disk.Insert(key, value, expiryTime(expiry)) {
+		c.c.evictedToDisk.Add(1)
+	}
+}
+
+// Remove deletes key from both tiers; on disk durably.
+func (c *Cache) Remove(key []byte) {
+	if c.closed.Load() {
+		return
+	}
+	c.mem.Delete(key)
+	if c.disk != nil {
+		c.disk.Remove(key)
+	}
+}
+
+// GetOrFetch is Get, and on a miss runs fetch — once per key however many
+// callers miss it at the same time — inserts its value and returns it to
+// every caller (TierMiss). A caller whose ctx ends leaves with ctx's error;
+// the fetch goes on for the others, on its own context bounded by
+// Options.FetchTimeout. A failed fetch is returned to every caller waiting
+// for it and nothing is cached.
+func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc) ([]byte, Tier, error) {
+	if v, tier, ok := c.Get(key, dst); ok {
+		return v, tier, nil
+	}
+	if c.closed.Load() {
+		return dst, TierMiss, ErrClosed
+	}
+	call, leader := c.fetch.do(xxhash.Sum64(key), key, c.refetch(key, fetch), c.Insert)
+	if leader {
+		c.c.fetches.Add(1)
+	} else {
+		c.c.fetchWaits.Add(1)
+	}
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return dst, TierMiss, ctx.Err()
+	}
+	if call.err != nil {
+		if leader {
+			c.c.fetchErrors.Add(1)
+		}
+		return dst, TierMiss, call.err
+	}
+	return append(dst, call.value...), call.tier, nil
+}
+
+// refetch wraps fetch so that the shared call first looks in the cache
+// again: another call for the key may have filled it between our miss and
+// the start of this one (groupcache's load does the same).
+func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
+	k := append([]byte(nil), key...)
+	return func(ctx context.Context) ([]byte, time.Time, Tier, error) {
+		if v, tier, ok := c.Get(k, nil); ok {
+			return v, time.Time{}, tier, nil
+		}
+		v, exp, err := fetch(ctx)
+		return v, exp, TierMiss, err
+	}
+}
+
+// Close stops fetches, flushes and closes the disk tier (and its device),
+// and releases the memory tier. Entries only in memory are not written to
+// disk. REQUIRES: no other call in flight.
+func (c *Cache) Close(ctx context.Context) error {
+	if c.closed.Swap(true) {
+		return ErrClosed
+	}
+	var errs []error
+	if err := c.fetch.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if c.disk != nil {
+		if err := c.disk.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.opts.Device.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.mem.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// record tells the admission controller of an access to key.
+func (c *Cache) record(key []byte) {
+	if c.opts.Admission != nil {
+		c.opts.Admission.Record(xxhash.Sum64(key))
+	}
+}
+
+// admitter adapts an admission.Controller to the engine's Admitter.
+type admitter struct{ c admission.Controller }
+
+func (a admitter) Admit(hash uint64, size int) bool { return a.c.Admit(hash, size).OK() }
+func (a admitter) Written(bytes int)                { a.c.Charge(bytes) }
+
+func expiryTime(unixNanos int64) time.Time {
+	if unixNanos == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, unixNanos)
+}

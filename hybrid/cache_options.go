@@ -1,0 +1,89 @@
+package hybrid
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"strata/admission"
+	"strata/blockdev"
+)
+
+// WritePolicy says when an entry is offered to the disk tier.
+type WritePolicy string
+
+// Write policies.
+const (
+	// WriteOnEviction: an entry goes to disk when the memory tier evicts
+	// it (the default). Hot entries never cost a disk write.
+	WriteOnEviction WritePolicy = "eviction"
+	// WriteOnInsertion: an entry goes to disk as soon as it is inserted,
+	// as well as into memory. Costs more writes; survives a crash sooner.
+	WriteOnInsertion WritePolicy = "insertion"
+)
+
+// Options configure a Cache. The zero value plus EnsureDefaults is a
+// memory-only cache of MemoryDefaultCapacity bytes.
+type Options struct {
+	// Memory configures the memory tier. Its OnEvict is set by the Cache
+	// and must be left nil.
+	Memory MemoryOptions `yaml:"memory"`
+	// Disk configures the disk engine; used only when Device is set.
+	Disk EngineOptions `yaml:"disk"`
+	// Device is the disk tier's device. nil: memory only. Open takes
+	// ownership: Close closes it (also when Open fails).
+	Device blockdev.Device `yaml:"-"`
+	// Admission decides what may be written to disk; nil admits
+	// everything. The Cache records every hit and insert in it (a
+	// frequency filter learns from those) and the engine charges it with
+	// the bytes really written.
+	Admission admission.Controller `yaml:"-"`
+	// WritePolicy: eviction (default) | insertion.
+	WritePolicy WritePolicy `yaml:"write_policy"`
+	// NoPromote turns off copying disk hits into the memory tier. Default
+	// false: a disk hit is promoted.
+	NoPromote bool `yaml:"no_promote"`
+	// FetchTimeout bounds one GetOrFetch fetch, which runs on a context of
+	// its own. Default 30s.
+	FetchTimeout time.Duration `yaml:"fetch_timeout"`
+}
+
+// EnsureDefaults fills zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	o.Memory.EnsureDefaults()
+	if o.Device != nil {
+		o.Disk.EnsureDefaults()
+	}
+	if o.WritePolicy == "" {
+		o.WritePolicy = WriteOnEviction
+	}
+	if o.FetchTimeout == 0 {
+		o.FetchTimeout = 30 * time.Second
+	}
+	return o
+}
+
+// Validate reports every problem at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if err := o.Memory.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Memory.OnEvict != nil {
+		errs = append(errs, fmt.Errorf("%w: memory.OnEvict is set by the Cache", ErrOptions))
+	}
+	if o.Device != nil {
+		if err := o.Disk.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch o.WritePolicy {
+	case WriteOnEviction, WriteOnInsertion:
+	default:
+		errs = append(errs, fmt.Errorf("%w: write_policy %q not eviction|insertion", ErrOptions, o.WritePolicy))
+	}
+	if o.FetchTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: fetch_timeout %v is negative", ErrOptions, o.FetchTimeout))
+	}
+	return errors.Join(errs...)
+}

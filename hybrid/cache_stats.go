@@ -1,0 +1,52 @@
+package hybrid
+
+import "strata/blockdev"
+
+// Stats is a snapshot of a Cache's counters, for the proxy's metrics.
+// Counters are cumulative, gauges current.
+type Stats struct {
+	Memory MemoryStats
+	// Disk is the engine's snapshot; zero when the cache is memory only.
+	Disk EngineStats
+	// Device is the disk device's I/O counters; zero when memory only.
+	Device      blockdev.Stats
+	DiskEnabled bool
+
+	Promotions    uint64 // disk hits copied into memory
+	EvictedToDisk uint64 // memory evictions queued for a disk write
+	DirectToDisk  uint64 // inserts the memory tier refused, sent to disk
+	Fetches       uint64 // GetOrFetch fetches started
+	FetchWaits    uint64 // GetOrFetch callers that joined a running fetch
+	FetchErrors   uint64 // fetches that failed
+}
+
+// Hits returns memory and disk hits; Misses the lookups neither tier
+// answered.
+func (s *Stats) Hits() (memory, disk uint64) { return s.Memory.Hits, s.Disk.Hits }
+
+// Misses is the number of Gets that neither tier answered.
+func (s *Stats) Misses() uint64 {
+	if !s.DiskEnabled {
+		return s.Memory.Misses
+	}
+	return s.Disk.Gets - s.Disk.Hits
+}
+
+// Stats returns a snapshot.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		Memory:        c.mem.Stats(),
+		Promotions:    c.c.promotions.Load(),
+		EvictedToDisk: c.c.evictedToDisk.Load(),
+		DirectToDisk:  c.c.directToDisk.Load(),
+		Fetches:       c.c.fetches.Load(),
+		FetchWaits:    c.c.fetchWaits.Load(),
+		FetchErrors:   c.c.fetchErrors.Load(),
+	}
+	if c.disk != nil {
+		s.DiskEnabled = true
+		s.Disk = c.disk.Stats()
+		s.Device = c.opts.Device.Stats()
+	}
+	return s
+}

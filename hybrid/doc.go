@@ -1,0 +1,157 @@
+// Package hybrid is strata's hybrid cache: a memory tier in front of a
+// disk engine. This note describes the disk engine (Engine); the memory
+// tier and the Cache that joins both have notes of their own.
+//
+// # The engine in one paragraph
+//
+// Engine is a log-structured key/value store on a blockdev.Device. The
+// device is cut into equal regions written front to back by flushers in
+// batches; a pointer-free index maps the xxhash64 of each key to a packed
+// disk address; reclaimers empty whole regions in FIFO order (or
+// emptiest-first) so flushers always find clean ones; on open, recovery
+// rebuilds the index from small per-batch index pages instead of reading
+// the entries. Every structure on disk has a magic and a CRC-32C.
+//
+// # Format (all integers little-endian; B = device block size)
+//
+//	device:  [superblock copy 0: block 0][copy 1: block 1][region 0][region 1]...
+//	         region r starts at 2·B + r·RegionSize
+//
+//	superblock (64 bytes, rest of the block zero)
+//	  0 u64 magic "STRAKB01"   8 u32 version   12 u32 block size
+//	 16 u64 region size       24 u32 region count  28 u32 buffer size
+//	 32 u64 data start        40 u64 instance id   48 i64 created (unix ns)
+//	 56 u32 crc32c(0..56)     60 u32 zero
+//
+//	region = [region header][batch][batch]...  (first batch at offset 32,
+//	         each later batch at the next block boundary)
+//	region header (32 bytes)
+//	  0 u32 magic "REGN"  4 u32 crc32c(8..32)  8 u64 instance id
+//	 16 u64 region sequence  24 u32 version  28 u32 zero
+//
+//	batch = [batch header][entries, each at an 8-byte boundary][index records]
+//	batch header (40 bytes)
+//	  0 u32 magic "BTCH"  4 u32 crc32c(header 8..40 + all records)
+//	  8 u64 instance id  16 u64 region sequence  24 u32 length (header to
+//	    end of records)  28 u32 record count  32 u32 records offset  36 u32 zero
+//	index record (32 bytes, one per entry)
+//	  0 u64 key hash  8 u64 sequence  16 i64 expiry (unix ns, 0 = never)
+//	 24 u32 entry offset in region  28 u32 entry length | bit 31 tombstone
+//
+//	entry (40-byte header, then key, then value, padded to 8)
+//	  0 u32 magic "ENTY"  4 u8 flags (1 = tombstone)  5 u8 version
+//	  6 u16 key length    8 u32 value length  12 u32 crc32c(header with
+//	    this field zero + key + value)  16 u64 key hash  24 u64 sequence
+//	 32 i64 expiry (unix ns, 0 = never)
+//
+// Density: a 1 KiB entry with a short key costs 40 + 32 bytes of metadata
+// and < 8 of padding; batches pad only their end to B. TestEngineDensity
+// measures 1.08× device bytes per payload byte for 1 KiB values written in
+// ~1 ms batches (foyer pads every entry to 4 KiB).
+//
+// Index value (uint64; widths follow the configuration, see engLayout):
+// region | offset/8 | length/8 | accessed bit. With 16 MiB regions and
+// 4 MiB buffers: 21 bits offset, 20 bits length, 22 bits region. The index
+// (index.go) stores keys and values in flat []uint64 tables, ≈ 18–23 bytes
+// per entry, invisible to the garbage collector. The engine keeps no other
+// per-entry memory: keys live only on disk and are compared on every hit,
+// so a hash collision is a miss, never another key's value.
+//
+// # Write path
+//
+// Insert runs admission (Options.Admission; nil admits all), checks the
+// size against what one buffer can hold (larger entries are refused and
+// counted: never accepted then lost) and the byte bound QueueBytes, copies
+// key and value into one allocation, and — under the key's pending-shard
+// lock — assigns the next global sequence, makes the item the key's pending
+// operation and appends it to flusher hash%Flushers's queue. Same key ⇒
+// same flusher ⇒ writes of a key stay in order. Insert never blocks on I/O.
+//
+// Each flusher owns two aligned buffers of BufferSize. It serialises every
+// item once, straight into the filling buffer at the region's cursor; an
+// item that does not fit is carried into the next buffer (the current one
+// is written first), and one that does not fit the region's remaining tail
+// moves the flusher to a fresh region. A buffer is written when it is
+// full, or FlushDelay after its first item if no write is in flight, as one
+// aligned WriteAt. At most one write per flusher is in flight while the
+// other buffer fills. When it returns, the flusher commits: for each item
+// still pending for its key (under the shard lock) the index gets the new
+// address; items overtaken by a newer Insert or a Remove are skipped, so a
+// late write never resurrects a removed key. Until then Get serves the item
+// from the pending set. Memory of the write path is bounded by
+// Flushers × 2 × BufferSize plus QueueBytes (accepted-but-unwritten items,
+// counted until their write returns).
+//
+// Remove (and an Insert refused by admission, size or queue bound) drops
+// the index entry at once and, if the key was indexed or pending, queues a
+// tombstone entry through the same flusher; tombstones bypass the queue
+// bound. Recovery applies tombstones by sequence, so deletes survive
+// restarts without a side log.
+//
+// # Reclaim
+//
+// Region states: clean → writing (one flusher) → sealed → reclaiming →
+// clean. Reclaimers keep CleanRegions clean regions ready; a flusher that
+// finds none waits for one (the queue bound turns that wait into drops for
+// callers). A victim is the oldest sealed region (fifo) or the one with the
+// fewest live bytes (emptiest; a region holding tombstones is eligible only
+// when oldest, so a tombstone never leaves the disk before the older copy it
+// shadows). The reclaimer walks the victim's index records, removes index
+// entries that still point into it (compare-and-remove: a newer copy
+// elsewhere survives), optionally reinserts entries read since they were
+// written (accessed bit; through admission, with the original sequence, and
+// only if still the key's newest version), waits until no Get is reading
+// the region (per-region reader count; a Get registers, then re-checks the
+// region state and its index entry), zeroes the region's first block — in
+// pick order across reclaimers — so recovery sees it clean, and hands it
+// back.
+//
+// # Recovery
+//
+// OpenEngine reads both superblock copies. None valid and no magic: format.
+// Layout changed (block, region or buffer size, region count): format,
+// logged. Both damaged: strict refuses (ErrCorrupt), quiet formats. One
+// damaged: rewritten from the other. RecoveryNone always formats, with a
+// new instance id that makes every old region header foreign.
+//
+// Regions are scanned RecoveryConcurrency at a time through a read window
+// (≥ 64 KiB per read): region header, then each batch's header and index
+// records, verified by CRC and by instance and region sequence (a batch
+// from an earlier life of the region ends the chain). Only headers and
+// records are read — ~3% of a region written in 4 MiB batches — except in
+// strict mode, which also reads and verifies every entry. Records merge
+// into the index by sequence: newest wins; a newest tombstone or expired
+// record deletes. A damaged batch followed by a valid one is committed
+// data: strict refuses to open, quiet skips the batch. A damaged batch with
+// no valid successor is the torn tail of a crash: recovered from in every
+// mode. Known limit: damage inside the last batch of a region is taken for
+// a torn tail even in strict mode. Regions with data become sealed in
+// region-sequence order, so FIFO order survives a restart.
+//
+// A crash loses what sat in the queue and the two buffers per flusher.
+// Entries whose write failed are dropped and their keys hidden; a key whose
+// newest write failed may show an older on-disk version after a restart.
+//
+// # Reads and runtimes
+//
+// Get: pending set → index → one aligned read of the blocks covering the
+// entry → magic, CRC, hash, key and expiry checks → append the value to
+// dst. A disk hit allocates nothing (pooled read buffers and jobs).
+// Damaged entries and I/O errors are misses, counted, and drop the index
+// entry. RuntimeDisabled reads in the caller; RuntimeUnified and
+// RuntimeSeparated hand the read to a pool of ReadWorkers goroutines
+// through a queue of ReadQueue slots — a full queue is a miss, counted —
+// which bounds the OS threads blocked in pread. Separated also gives writes
+// their own WriteWorkers so small reads never queue behind multi-MiB writes.
+//
+// # Concurrency and ownership
+//
+// All Engine methods are safe for concurrent use. The pending-set shard
+// mutex serialises, per key, Insert, Remove, commit and reinsertion; the
+// index has its own shard locks; region state, reader counts and live
+// bytes are atomics. OpenEngine starts Flushers flusher goroutines,
+// Reclaimers reclaimers and the runtime's workers; Close stops intake,
+// drains the flushers (dropping, counted, what is still queued if its ctx
+// ends), stops reclaimers and workers, and syncs the device. The engine
+// never closes the device: its opener does.
+package hybrid

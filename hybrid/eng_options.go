@@ -1,0 +1,197 @@
+package hybrid
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// RuntimeMode says which goroutines do the engine's disk I/O.
+type RuntimeMode string
+
+// Runtime modes.
+const (
+	// RuntimeDisabled: a Get reads in the caller's goroutine, a flusher
+	// writes in its own goroutine.
+	RuntimeDisabled RuntimeMode = "disabled"
+	// RuntimeUnified: one pool of ReadWorkers goroutines does reads and
+	// writes.
+	RuntimeUnified RuntimeMode = "unified"
+	// RuntimeSeparated: ReadWorkers goroutines read, WriteWorkers write, so
+	// small reads never queue behind multi-MiB writes.
+	RuntimeSeparated RuntimeMode = "separated"
+)
+
+// RecoveryMode says what OpenEngine does with what the device holds.
+type RecoveryMode string
+
+// Recovery modes.
+const (
+	// RecoveryNone formats the device and starts empty.
+	RecoveryNone RecoveryMode = "none"
+	// RecoveryQuiet rebuilds the index and skips what fails its checks.
+	RecoveryQuiet RecoveryMode = "quiet"
+	// RecoveryStrict rebuilds the index, verifies every entry's checksum
+	// and refuses to open (ErrCorrupt) if committed data is damaged. A torn
+	// tail of a region (the crash case) is not damage.
+	RecoveryStrict RecoveryMode = "strict"
+)
+
+// PickerMode chooses the region a reclaimer empties.
+type PickerMode string
+
+// Pickers.
+const (
+	PickerFIFO     PickerMode = "fifo"     // oldest sealed region first
+	PickerEmptiest PickerMode = "emptiest" // fewest live bytes first
+)
+
+// Admitter decides whether an entry may be written to disk. It is the
+// subset of admission.Controller the engine uses; nil admits everything.
+type Admitter interface {
+	// Admit says whether an entry of size bytes with this key hash may
+	// be queued for writing. It must not block.
+	Admit(hash uint64, size int) bool
+	// Written reports bytes really written to the device (aligned
+	// batches, headers, reinsertions included), after each write.
+	Written(bytes int)
+}
+
+// EngineOptions configure an Engine. The zero value plus EnsureDefaults is
+// a working configuration.
+type EngineOptions struct {
+	// RegionSize is the unit of allocation and reclaim. Default 16 MiB;
+	// at least 1 MiB, at most 1 GiB, a multiple of the device block size.
+	RegionSize int64 `yaml:"region_size"`
+	// BufferSize is each flusher buffer (two per flusher). An entry
+	// larger than a buffer less its headers is refused at Insert. Default
+	// 4 MiB, at most RegionSize.
+	BufferSize int `yaml:"buffer_size"`
+	// Flushers is the number of flusher goroutines. Default 2.
+	Flushers int `yaml:"flushers"`
+	// Reclaimers is the number of reclaimer goroutines. Default 1.
+	Reclaimers int `yaml:"reclaimers"`
+	// CleanRegions is how many clean regions reclaimers keep ready.
+	// Default Flushers + 1.
+	CleanRegions int `yaml:"clean_regions"`
+	// QueueBytes bounds the bytes of entries accepted but not yet written
+	// (queue + buffers); over it Insert drops. Default 64 MiB.
+	QueueBytes int64 `yaml:"queue_bytes"`
+	// FlushDelay is how long a partly filled buffer waits for more entries
+	// before it is written anyway. Default 2ms; negative = write at once.
+	FlushDelay time.Duration `yaml:"flush_delay"`
+	// Runtime: disabled | unified | separated. Default separated.
+	Runtime RuntimeMode `yaml:"runtime"`
+	// ReadWorkers is the read pool size (unified: the whole pool). Default 16.
+	ReadWorkers int `yaml:"read_workers"`
+	// WriteWorkers is the write pool size in separated mode. Default Flushers.
+	WriteWorkers int `yaml:"write_workers"`
+	// ReadQueue bounds reads waiting for a worker; a read that finds it
+	// full is a miss, counted. Default 4 × ReadWorkers.
+	ReadQueue int `yaml:"read_queue"`
+	// Recovery: none | quiet | strict. Default quiet.
+	Recovery RecoveryMode `yaml:"recovery"`
+	// RecoveryConcurrency is how many regions are scanned at once on open.
+	// Default 4.
+	RecoveryConcurrency int `yaml:"recovery_concurrency"`
+	// Picker: fifo | emptiest. Default fifo.
+	Picker PickerMode `yaml:"picker"`
+	// Reinsertion rewrites entries that were read since they were written
+	// when their region is reclaimed (through admission again). Default off.
+	Reinsertion bool `yaml:"reinsertion"`
+	// Admission decides what is written; nil admits everything.
+	Admission Admitter `yaml:"-"`
+	// Now is the clock used for expiry. Default time.Now.
+	Now func() time.Time `yaml:"-"`
+	// Logger receives recovery and error reports. Default slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// EnsureDefaults fills zero fields with their defaults and returns o.
+func (o *EngineOptions) EnsureDefaults() *EngineOptions {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if o.RegionSize == 0 {
+		o.RegionSize = 16 << 20
+	}
+	def(&o.BufferSize, 4<<20)
+	def(&o.Flushers, 2)
+	def(&o.Reclaimers, 1)
+	def(&o.CleanRegions, o.Flushers+1)
+	if o.QueueBytes == 0 {
+		o.QueueBytes = 64 << 20
+	}
+	if o.FlushDelay == 0 {
+		o.FlushDelay = 2 * time.Millisecond
+	}
+	if o.Runtime == "" {
+		o.Runtime = RuntimeSeparated
+	}
+	def(&o.ReadWorkers, 16)
+	def(&o.WriteWorkers, o.Flushers)
+	def(&o.ReadQueue, 4*o.ReadWorkers)
+	if o.Recovery == "" {
+		o.Recovery = RecoveryQuiet
+	}
+	def(&o.RecoveryConcurrency, 4)
+	if o.Picker == "" {
+		o.Picker = PickerFIFO
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Validate reports every problem at once, each wrapping ErrOptions.
+func (o *EngineOptions) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrOptions}, args...)...))
+	}
+	if o.RegionSize < 1<<20 || o.RegionSize > 1<<30 {
+		bad("region_size %d not in [1 MiB, 1 GiB]", o.RegionSize)
+	}
+	if o.BufferSize < 64<<10 || int64(o.BufferSize) > o.RegionSize {
+		bad("buffer_size %d not in [64 KiB, region_size]", o.BufferSize)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"flushers", o.Flushers}, {"reclaimers", o.Reclaimers}, {"clean_regions", o.CleanRegions},
+		{"read_workers", o.ReadWorkers}, {"write_workers", o.WriteWorkers}, {"read_queue", o.ReadQueue},
+		{"recovery_concurrency", o.RecoveryConcurrency}} {
+		if f.v < 1 || f.v > 1024 {
+			bad("%s %d not in [1, 1024]", f.name, f.v)
+		}
+	}
+	if o.QueueBytes < int64(o.BufferSize) {
+		bad("queue_bytes %d smaller than buffer_size %d", o.QueueBytes, o.BufferSize)
+	}
+	switch o.Runtime {
+	case RuntimeDisabled, RuntimeUnified, RuntimeSeparated:
+	default:
+		bad("runtime %q not disabled|unified|separated", o.Runtime)
+	}
+	switch o.Recovery {
+	case RecoveryNone, RecoveryQuiet, RecoveryStrict:
+	default:
+		bad("recovery %q not none|quiet|strict", o.Recovery)
+	}
+	switch o.Picker {
+	case PickerFIFO, PickerEmptiest:
+	default:
+		bad("picker %q not fifo|emptiest", o.Picker)
+	}
+	if o.Now == nil || o.Logger == nil {
+		bad("now and logger must be set (call EnsureDefaults)")
+	}
+	return errors.Join(errs...)
+}

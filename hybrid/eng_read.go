@@ -1,0 +1,178 @@
+package hybrid
+
+import (
+	"bytes"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Get appends the value stored for key to dst and reports whether it was
+// found. The order is: pending set (queued writes and removes), index, one
+// aligned read of the blocks covering the entry (on the runtime's read
+// pool), then checks of magic, checksum, hash, key and expiry. Any failure
+// is a miss; damage and I/O errors are counted and drop the index entry.
+// A hit allocates nothing when dst has room.
+func (e *Engine) Get(key, dst []byte) ([]byte, bool) {
+	v, _, ok := e.GetWithExpiry(key, dst)
+	return v, ok
+}
+
+// GetWithExpiry is Get that also returns the entry's expiry in unix
+// nanoseconds (0: none), so a caller can copy the entry elsewhere with the
+// same lifetime (the Cache promotes disk hits into memory this way).
+func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed {
+		return dst, 0, false
+	}
+	e.c.gets.Add(1)
+	h := xxhash.Sum64(key)
+	out, expiry, res := e.pending.get(h, key, dst, e.opts.Now)
+	switch res {
+	case pendingHit:
+		e.c.hits.Add(1)
+		e.c.pendingHits.Add(1)
+		return out, expiry, true
+	case pendingHidden:
+		return dst, 0, false
+	}
+	v, ok := e.ix.get(h)
+	if !ok {
+		return dst, 0, false
+	}
+	out, expiry, ok = e.rt.read(h, v, key, dst)
+	if ok {
+		e.c.hits.Add(1)
+	}
+	return out, expiry, ok
+}
+
+// Contains reports whether the engine may hold key: its hash is indexed or
+// queued, and not as a remove. It reads no device bytes, so a hash
+// collision or a damaged entry can make it say yes for a key Get misses;
+// it never says no for a key Get would find.
+func (e *Engine) Contains(key []byte) bool {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed {
+		return false
+	}
+	h := xxhash.Sum64(key)
+	if tomb, ok := e.pending.peek(h); ok {
+		return !tomb
+	}
+	_, ok := e.ix.get(h)
+	return ok
+}
+
+// readEntry reads and verifies the entry at index value v. It registers as
+// a reader of the region first and re-checks the index, so a reclaimer
+// (which marks the region, drops index entries, then waits for readers)
+// never reuses a region under it.
+func (e *Engine) readEntry(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
+	r, off, length := e.lay.unpack(v)
+	if int(r) >= len(e.regions.regions) {
+		return dst, 0, false
+	}
+	reg := &e.regions.regions[r]
+	reg.readers.Add(1)
+	defer reg.readers.Add(-1)
+	if st := reg.state.Load(); st != regionWriting && st != regionSealed {
+		return dst, 0, false
+	}
+	cur, ok := e.ix.get(h)
+	if !ok || cur|idxAccessed != v|idxAccessed {
+		return dst, 0, false
+	}
+	abs := e.lay.regionBase(r) + int64(off)
+	rs := alignDown(abs, e.lay.blockSize)
+	n := int(alignUp(abs+int64(length), e.lay.blockSize) - rs)
+	buf := e.bufs.get(n)
+	defer e.bufs.put(buf)
+	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
+		e.c.ioErrors.Add(1)
+		return dst, 0, false
+	}
+	hdr, k, val, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(length)])
+	switch {
+	case err != nil || hdr.tombstone() || hdr.hash != h:
+		e.c.corruptions.Add(1)
+		e.drop(h, cur)
+		return dst, 0, false
+	case !bytes.Equal(k, key):
+		e.c.collisions.Add(1)
+		return dst, 0, false
+	case hdr.expiry != 0 && hdr.expiry <= e.opts.Now().UnixNano():
+		e.c.expiredOnRead.Add(1)
+		e.drop(h, cur)
+		return dst, 0, false
+	}
+	dst = append(dst, val...)
+	if e.opts.Reinsertion && cur&idxAccessed == 0 {
+		e.ix.compareAndSwap(h, cur, cur|idxAccessed)
+	}
+	return dst, int64(hdr.expiry), true
+}
+
+// drop removes h from the index if it still holds v.
+func (e *Engine) drop(h, v uint64) {
+	if e.ix.compareAndRemove(h, v) {
+		e.unaccount(v)
+	}
+}
+
+// commit publishes a completed write: each entry that is still its key's
+// pending operation gets its address in the index (a newer Insert or a
+// Remove since then wins; the older entry's bytes are dead on arrival).
+func (e *Engine) commit(b *engBuf) {
+	var tombs int32
+	var payload uint64
+	live := &e.regions.regions[b.region].live
+	for i, it := range b.items {
+		rec := &b.recs[i]
+		payload += uint64(len(it.kv))
+		if it.tomb {
+			tombs++
+		}
+		s := e.pending.shard(it.hash)
+		s.mu.Lock()
+		if s.m[it.hash] == it {
+			delete(s.m, it.hash)
+			if !it.tomb {
+				if old, ok := e.ix.set(it.hash, e.lay.pack(b.region, rec.offset, rec.length)); ok {
+					e.unaccount(old)
+				}
+				live.Add(int64(rec.length))
+			}
+		} else {
+			e.c.supersed.Add(1)
+		}
+		s.mu.Unlock()
+		e.queued.Add(-it.size)
+	}
+	e.regions.regions[b.region].tombs.Add(tombs)
+	e.c.batches.Add(1)
+	e.c.entriesWritten.Add(uint64(len(b.items)))
+	e.c.bytesWritten.Add(uint64(b.wlen))
+	e.c.payload.Add(payload)
+	if e.opts.Admission != nil {
+		e.opts.Admission.Written(b.wlen)
+	}
+}
+
+// fail forgets an item that will not be written. If it was its key's
+// newest operation, the key is hidden (index entry dropped too), so an
+// older value never reappears in its place.
+func (e *Engine) fail(it *engItem) {
+	s := e.pending.shard(it.hash)
+	s.mu.Lock()
+	if s.m[it.hash] == it {
+		delete(s.m, it.hash)
+		if old, ok := e.ix.remove(it.hash); ok {
+			e.unaccount(old)
+		}
+	}
+	s.mu.Unlock()
+	e.queued.Add(-it.size)
+}

@@ -1,0 +1,120 @@
+package hybrid
+
+import (
+	"time"
+)
+
+// reclaimLoop keeps CleanRegions clean regions ready until stopReclaim.
+func (e *Engine) reclaimLoop() {
+	defer e.wg.Done()
+	s := newEngScan(e)
+	for {
+		for e.regions.needReclaim() {
+			if !e.reclaimOne(s) {
+				break
+			}
+		}
+		select {
+		case <-e.regions.kick:
+		case <-e.stopReclaim:
+			return
+		}
+	}
+}
+
+// reclaimOne empties one victim: walk its index records, drop the index
+// entries that still point into it (compare-and-remove, so a newer copy
+// elsewhere survives), reinsert read entries if configured, wait for Gets
+// already reading it, zero its first block (so recovery sees it clean) in
+// pick order, and return it to the clean pool.
+func (e *Engine) reclaimOne(s *engScan) bool {
+	id, ticket, ok := e.regions.pick()
+	if !ok {
+		return false
+	}
+	s.reset(id, false)
+	now := e.opts.Now().UnixNano()
+	if _, _, err := s.walk(func(recs []engRecord) {
+		for i := range recs {
+			e.evict(id, &recs[i], now)
+		}
+	}); err != nil {
+		e.opts.Logger.Warn("hybrid: reclaim scan", "region", id, "err", err)
+	}
+	reg := &e.regions.regions[id]
+	for reg.readers.Load() != 0 {
+		time.Sleep(20 * time.Microsecond) // a read takes at most one device read
+	}
+	e.regions.waitTurn(ticket)
+	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
+		e.c.ioErrors.Add(1)
+		e.opts.Logger.Error("hybrid: reclaim: zero region header", "region", id, "err", err)
+	}
+	e.regions.release(id)
+	e.c.reclaims.Add(1)
+	return true
+}
+
+// evict drops rec's index entry if it still points at rec.
+func (e *Engine) evict(id uint32, rec *engRecord, now int64) {
+	if rec.tomb {
+		return
+	}
+	v := e.lay.pack(id, rec.offset, rec.length)
+	cur, ok := e.ix.get(rec.hash)
+	if !ok || cur|idxAccessed != v|idxAccessed {
+		return
+	}
+	if e.opts.Reinsertion && cur&idxAccessed != 0 && (rec.expiry == 0 || rec.expiry > now) {
+		e.reinsert(id, rec, cur)
+	}
+	for !e.ix.compareAndRemove(rec.hash, cur) {
+		if cur, ok = e.ix.get(rec.hash); !ok || cur|idxAccessed != v|idxAccessed {
+			return
+		}
+	}
+	e.c.evictions.Add(1)
+}
+
+// reinsert queues rec's entry again, with its original sequence, if it is
+// still the key's newest version (nothing pending, index unchanged) and
+// admission and the queue bound allow. Keeping the sequence means a newer
+// Insert or Remove always wins, before and after a restart.
+func (e *Engine) reinsert(id uint32, rec *engRecord, cur uint64) {
+	abs := e.lay.regionBase(id) + int64(rec.offset)
+	rs := alignDown(abs, e.lay.blockSize)
+	n := int(alignUp(abs+int64(rec.length), e.lay.blockSize) - rs)
+	buf := e.bufs.get(n)
+	defer e.bufs.put(buf)
+	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
+		e.c.ioErrors.Add(1)
+		return
+	}
+	h, key, value, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(rec.length)])
+	if err != nil || h.hash != rec.hash || h.seq != rec.seq {
+		e.c.corruptions.Add(1)
+		return
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	size := int(rec.length)
+	if e.closed || (e.opts.Admission != nil && !e.opts.Admission.Admit(rec.hash, size)) {
+		return
+	}
+	if e.queued.Add(int64(size)) > e.opts.QueueBytes {
+		e.queued.Add(-int64(size))
+		return
+	}
+	it := &engItem{hash: rec.hash, seq: rec.seq, expiry: rec.expiry, klen: len(key), size: int64(size)}
+	it.kv = append(append(make([]byte, 0, len(key)+len(value)), key...), value...)
+	ps := e.pending.shard(rec.hash)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if now, ok := e.ix.get(rec.hash); ps.m[rec.hash] != nil || !ok || now|idxAccessed != cur|idxAccessed {
+		e.queued.Add(-int64(size))
+		return
+	}
+	ps.m[rec.hash] = it
+	e.flusherFor(rec.hash).q.push(it)
+	e.c.reinsertions.Add(1)
+}

@@ -1,0 +1,177 @@
+package hybrid
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"strata/blockdev"
+)
+
+// engScan walks the batch chain of one region through an aligned read
+// window, for recovery and reclaim. It reads region header, batch headers
+// and index records (and, in strict mode, whole batches to verify every
+// entry), never more than one window at a time.
+type engScan struct {
+	e      *Engine
+	win    []byte
+	region uint32
+	base   int64
+	winOff int64 // region offset of win[0]
+	winLen int
+	strict bool
+	recs   []engRecord
+
+	batches, skipped, torn int
+}
+
+// engScanMin is the smallest read the scan issues, so chains of small
+// batches cost few reads.
+const engScanMin = 64 << 10
+
+// errChainEnd: no further batch of this region's current life.
+var errChainEnd = errors.New("hybrid: end of batch chain")
+
+func newEngScan(e *Engine) *engScan {
+	bs := int(e.lay.blockSize)
+	return &engScan{e: e, win: blockdev.AlignedBuffer(max(e.opts.BufferSize, engScanMin)+2*bs, bs)}
+}
+
+func (s *engScan) reset(r uint32, strict bool) {
+	s.region, s.base, s.strict = r, s.e.lay.regionBase(r), strict
+	s.winLen, s.batches, s.skipped, s.torn = 0, 0, 0, 0
+}
+
+// bytes returns region bytes [off, off+n), reading through the window.
+func (s *engScan) bytes(off, n int64) ([]byte, error) {
+	if off >= s.winOff && off+n <= s.winOff+int64(s.winLen) {
+		return s.win[off-s.winOff : off-s.winOff+n], nil
+	}
+	bs, rsz := s.e.lay.blockSize, s.e.lay.regionSize
+	start := alignDown(off, bs)
+	end := min(max(alignUp(off+n, bs), start+engScanMin), rsz, start+int64(len(s.win)))
+	if off < 0 || off+n > end {
+		return nil, fmt.Errorf("%w: read [%d,+%d) outside region window", ErrCorrupt, off, n)
+	}
+	s.winLen = 0
+	if _, err := s.e.dev.ReadAt(s.win[:end-start], s.base+start); err != nil {
+		return nil, fmt.Errorf("%w: region %d read: %v", ErrCorrupt, s.region, err)
+	}
+	s.winOff, s.winLen = start, int(end-start)
+	return s.win[off-start : off-start+n], nil
+}
+
+// walk calls fn with the records of every valid batch, in write order. It
+// reports whether the region holds data of this instance. A damaged batch
+// followed by a valid one is committed data: an ErrCorrupt error in strict
+// mode, skipped otherwise. A damaged batch with no valid successor is a
+// torn tail and ends the walk in every mode.
+func (s *engScan) walk(fn func(recs []engRecord)) (engRegionHeader, bool, error) {
+	b, err := s.bytes(0, regionHeaderSize)
+	if err != nil {
+		return engRegionHeader{}, false, err
+	}
+	rh, ok := parseRegionHeader(b)
+	if !ok || rh.instance != s.e.inst {
+		return rh, false, nil
+	}
+	pos, rsz, bs := int64(regionHeaderSize), s.e.lay.regionSize, s.e.lay.blockSize
+	for pos+batchHeaderSize <= rsz {
+		recs, length, err := s.batch(pos, rh.seq, s.strict)
+		if errors.Is(err, errChainEnd) {
+			break
+		}
+		if err != nil {
+			next := alignUp(pos+length, bs)
+			if length == 0 || !s.validAt(next, rh.seq) {
+				s.torn++
+				break
+			}
+			if s.strict {
+				return rh, true, fmt.Errorf("region %d offset %d: %w", s.region, pos, err)
+			}
+			s.skipped++
+			pos = next
+			continue
+		}
+		s.batches++
+		fn(recs)
+		pos = alignUp(pos+length, bs)
+	}
+	return rh, true, nil
+}
+
+func (s *engScan) validAt(pos int64, seq uint64) bool {
+	if pos+batchHeaderSize > s.e.lay.regionSize {
+		return false
+	}
+	_, _, err := s.batch(pos, seq, false)
+	return err == nil
+}
+
+// batch decodes the batch at pos. length is the batch length whenever the
+// header's geometry was readable (so a caller can look past a damaged
+// batch), 0 otherwise.
+func (s *engScan) batch(pos int64, seq uint64, verifyEntries bool) ([]engRecord, int64, error) {
+	hb, err := s.bytes(pos, batchHeaderSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if binary.LittleEndian.Uint32(hb) != batchMagic {
+		return nil, 0, errChainEnd
+	}
+	h, err := parseBatchHeader(hb, pos, s.e.lay.regionSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if int(h.length) > s.e.opts.BufferSize {
+		return nil, 0, fmt.Errorf("%w: batch length %d over buffer size", ErrCorrupt, h.length)
+	}
+	var hdr [batchHeaderSize]byte
+	copy(hdr[:], hb)
+	length := int64(h.length)
+	rb, err := s.bytes(pos+int64(h.recOff), int64(h.count)*indexRecordSize)
+	if err == nil {
+		err = verifyBatch(hdr[:], rb)
+	}
+	if err != nil {
+		return nil, length, err
+	}
+	if h.instance != s.e.inst || h.regionSeq != seq {
+		return nil, 0, errChainEnd // left from an earlier life of the region
+	}
+	s.recs = s.recs[:0]
+	for i := range int(h.count) {
+		r := getRecord(rb[i*indexRecordSize:])
+		if err := checkRecord(&r, pos, &h); err != nil {
+			return nil, length, err
+		}
+		s.recs = append(s.recs, r)
+	}
+	if verifyEntries {
+		if err := s.verifyEntries(pos, length); err != nil {
+			return nil, length, err
+		}
+	}
+	return s.recs, length, nil
+}
+
+// verifyEntries checks every entry of the batch at pos against its record.
+func (s *engScan) verifyEntries(pos, length int64) error {
+	bb, err := s.bytes(pos, length)
+	if err != nil {
+		return err
+	}
+	for i := range s.recs {
+		r := &s.recs[i]
+		off := int64(r.offset) - pos
+		h, _, _, err := decodeEntry(bb[off : off+int64(r.length)])
+		if err != nil {
+			return err
+		}
+		if h.hash != r.hash || h.seq != r.seq || h.tombstone() != r.tomb {
+			return fmt.Errorf("%w: entry at %d disagrees with its record", ErrCorrupt, r.offset)
+		}
+	}
+	return nil
+}

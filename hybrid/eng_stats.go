@@ -1,0 +1,84 @@
+package hybrid
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// EngineStats is a snapshot of an Engine's counters (cumulative) and
+// gauges (current).
+type EngineStats struct {
+	Inserts       uint64 // Insert calls on an open engine
+	DropTooLarge  uint64 // refused: larger than a flush buffer can hold
+	DropExpired   uint64 // refused: expiry already past
+	DropAdmission uint64 // refused by the admission controller
+	DropQueue     uint64 // refused: queue bound reached
+	DropAborted   uint64 // queued entries dropped by a Close whose ctx ended
+	Removes       uint64
+
+	Gets           uint64
+	Hits           uint64 // disk hits, pending hits included
+	PendingHits    uint64 // hits served from entries not yet written
+	ReadQueueFull  uint64 // Gets turned into misses: read queue full
+	Corruptions    uint64 // entries that failed their checks when read
+	HashCollisions uint64 // index hash matched, stored key did not
+	ExpiredOnRead  uint64 // hits turned into misses by expiry
+
+	IOErrors       uint64 // failed device reads and writes
+	Batches        uint64 // flush writes that succeeded
+	EntriesWritten uint64 // entries and tombstones in those writes
+	BytesWritten   uint64 // device bytes of those writes
+	PayloadWritten uint64 // key+value bytes of those entries
+	WriteFailed    uint64 // entries lost to failed writes
+	Superseded     uint64 // written entries whose key changed meanwhile
+
+	Reclaims     uint64 // regions reclaimed
+	Evictions    uint64 // index entries dropped by reclaim
+	Reinsertions uint64 // entries rewritten by reclaim
+
+	Recovered         uint64 // index entries rebuilt at open
+	RecoveredBatches  uint64
+	RecoverySkipped   uint64 // damaged batches or entries skipped (quiet)
+	RecoveryTornTails uint64 // regions whose last batch was torn
+	RecoveryDuration  time.Duration
+
+	Entries       int   // index entries
+	PendingKeys   int   // keys with a queued operation
+	QueuedBytes   int64 // bytes accepted, not yet written
+	CleanRegions  int
+	SealedRegions int
+	Regions       int
+}
+
+// engCounters are the atomics behind EngineStats.
+type engCounters struct {
+	inserts, dropTooLarge, dropExpired, dropAdmission, dropQueue, dropAborted, removes atomic.Uint64
+	gets, hits, pendingHits, readQueueFull, corruptions, collisions, expiredOnRead     atomic.Uint64
+	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
+	reclaims, evictions, reinsertions                                                  atomic.Uint64
+	recovered, recBatches, recSkipped, recTorn, recoveryNanos                          atomic.Uint64
+}
+
+// Stats returns a snapshot. Gauges that walk shards (Entries,
+// PendingKeys) cost O(shards).
+func (e *Engine) Stats() EngineStats {
+	c := &e.c
+	clean, sealed := e.regions.counts()
+	return EngineStats{
+		Inserts: c.inserts.Load(), DropTooLarge: c.dropTooLarge.Load(), DropExpired: c.dropExpired.Load(),
+		DropAdmission: c.dropAdmission.Load(), DropQueue: c.dropQueue.Load(), DropAborted: c.dropAborted.Load(),
+		Removes: c.removes.Load(),
+		Gets:    c.gets.Load(), Hits: c.hits.Load(), PendingHits: c.pendingHits.Load(),
+		ReadQueueFull: c.readQueueFull.Load(), Corruptions: c.corruptions.Load(),
+		HashCollisions: c.collisions.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
+		IOErrors: c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),
+		BytesWritten: c.bytesWritten.Load(), PayloadWritten: c.payload.Load(),
+		WriteFailed: c.writeFailed.Load(), Superseded: c.supersed.Load(),
+		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
+		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
+		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
+		RecoveryDuration: time.Duration(c.recoveryNanos.Load()),
+		Entries:          e.ix.len(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
+		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount,
+	}
+}

@@ -1,0 +1,219 @@
+package hybrid
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"strata/blockdev"
+)
+
+// Engine is the disk tier: a log-structured store of key/value entries in
+// equal regions of a blockdev.Device, with an in-memory index from key
+// hash to packed disk address. See the package documentation for the
+// format, the write path, reclaim, recovery and the concurrency rules.
+//
+// All methods are safe for concurrent use. Insert and Remove return at
+// once; the write happens on a flusher goroutine. Get copies the value into
+// the caller's dst; nothing returned aliases engine memory.
+type Engine struct {
+	dev     blockdev.Device
+	opts    EngineOptions
+	lay     engLayout
+	inst    uint64 // instance id from the superblock
+	ix      *index
+	pending *engPending
+	regions *engRegions
+	flush   []*engFlusher
+	rt      *engRuntime
+	c       engCounters
+	seq     atomic.Uint64 // last sequence handed out
+	queued  atomic.Int64  // bytes accepted and not yet written
+	zeroBlk []byte
+	bufs    engBufPool
+
+	gate   sync.RWMutex // Close takes it exclusively; operations share it
+	closed bool         // guarded by gate
+
+	stopReclaim chan struct{}
+	abort       chan struct{} // closed when Close's ctx expires
+	wg          sync.WaitGroup
+	flushWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// OpenEngine formats or recovers dev per opts.Recovery and starts the
+// flushers, reclaimers and I/O workers. The engine does not own dev: Close
+// syncs it but leaves closing it to the caller.
+func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	lay, err := newEngLayout(dev, &opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		dev: dev, opts: opts, lay: lay,
+		pending:     newEngPending(),
+		regions:     newEngRegions(lay.regionCount, opts.Picker, opts.CleanRegions, opts.Reclaimers),
+		zeroBlk:     blockdev.AlignedBuffer(int(lay.blockSize), int(lay.blockSize)),
+		stopReclaim: make(chan struct{}),
+		abort:       make(chan struct{}),
+	}
+	e.bufs.bs = int(lay.blockSize)
+	start := time.Now()
+	if err := e.recover(); err != nil {
+		return nil, err
+	}
+	e.c.recoveryNanos.Store(uint64(time.Since(start)))
+	e.rt = newEngRuntime(e)
+	e.startFlushers()
+	for range opts.Reclaimers {
+		e.wg.Add(1)
+		go e.reclaimLoop()
+	}
+	return e, nil
+}
+
+// Insert queues key → value for writing and returns at once. It copies key
+// and value. expiry zero means never. It returns false, and counts why, if
+// the entry was dropped: engine closed, too large, already expired,
+// refused by admission, or over the queue bound. A dropped Insert also
+// hides any older value of the key, so a Get never returns a value older
+// than the newest Insert.
+func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed {
+		return false
+	}
+	e.c.inserts.Add(1)
+	h := xxhash.Sum64(key)
+	var exp int64
+	if !expiry.IsZero() {
+		exp = expiry.UnixNano()
+	}
+	size := entrySize(len(key), len(value))
+	switch {
+	case len(key) > 1<<16-1 || size > e.lay.maxEntry:
+		e.c.dropTooLarge.Add(1)
+	case exp != 0 && exp <= e.opts.Now().UnixNano():
+		e.c.dropExpired.Add(1)
+	case e.opts.Admission != nil && !e.opts.Admission.Admit(h, size):
+		e.c.dropAdmission.Add(1)
+	case e.queued.Add(int64(size)) > e.opts.QueueBytes:
+		e.queued.Add(-int64(size))
+		e.c.dropQueue.Add(1)
+	default:
+		it := &engItem{hash: h, expiry: exp, klen: len(key), size: int64(size)}
+		it.kv = make([]byte, len(key)+len(value))
+		copy(it.kv[copy(it.kv, key):], value)
+		e.submit(it)
+		return true
+	}
+	e.hide(h)
+	return false
+}
+
+// submit assigns the item its sequence and makes it the key's pending
+// operation and the last in its flusher's queue, atomically under the
+// pending shard lock, so sequence order, pending order and write order
+// agree for each key.
+func (e *Engine) submit(it *engItem) {
+	s := e.pending.shard(it.hash)
+	s.mu.Lock()
+	it.seq = e.seq.Add(1)
+	s.m[it.hash] = it
+	e.flusherFor(it.hash).q.push(it)
+	s.mu.Unlock()
+}
+
+// Remove hides key at once and writes a tombstone so that the key stays
+// gone after a restart. A key the engine does not hold costs nothing.
+func (e *Engine) Remove(key []byte) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed {
+		return
+	}
+	e.c.removes.Add(1)
+	e.hide(xxhash.Sum64(key))
+}
+
+// hide removes h from the index and, if it was indexed or pending, queues
+// a tombstone (outside the queue bound: tombstones are small and must not
+// be lost).
+func (e *Engine) hide(h uint64) {
+	s := e.pending.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, inIndex := e.ix.remove(h)
+	if inIndex {
+		e.unaccount(old)
+	}
+	if p := s.m[h]; !inIndex && (p == nil || p.tomb) {
+		return
+	}
+	size := entrySize(0, 0)
+	e.queued.Add(int64(size))
+	it := &engItem{hash: h, tomb: true, size: int64(size)}
+	it.seq = e.seq.Add(1)
+	s.m[h] = it
+	e.flusherFor(h).q.push(it)
+}
+
+// unaccount subtracts an entry that left the index from its region's live
+// bytes.
+func (e *Engine) unaccount(v uint64) {
+	r, _, length := e.lay.unpack(v)
+	if int(r) < len(e.regions.regions) {
+		e.regions.regions[r].live.Add(-int64(length))
+	}
+}
+
+func (e *Engine) flusherFor(h uint64) *engFlusher {
+	return e.flush[(h>>17^h)%uint64(len(e.flush))]
+}
+
+// Close stops accepting operations, writes everything queued, waits for
+// the writes, stops every goroutine it started and syncs the device. If
+// ctx ends first, queued entries not yet in a buffer are dropped (counted)
+// and Close returns ctx's error once the goroutines have stopped. The
+// device stays open.
+func (e *Engine) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() { e.closeErr = e.close(ctx) })
+	return e.closeErr
+}
+
+func (e *Engine) close(ctx context.Context) error {
+	e.gate.Lock()
+	e.closed = true
+	e.gate.Unlock()
+	for _, f := range e.flush {
+		close(f.stop)
+	}
+	done := make(chan struct{})
+	go func() { e.flushWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("hybrid: close: %w", ctx.Err())
+		close(e.abort)
+		<-done
+	}
+	close(e.stopReclaim)
+	e.wg.Wait()
+	e.rt.stop()
+	if serr := e.dev.Sync(); serr != nil && err == nil {
+		err = fmt.Errorf("hybrid: close: sync: %w", serr)
+	}
+	return err
+}

@@ -1,0 +1,18 @@
+package hybrid
+
+import "errors"
+
+// Sentinel errors of the hybrid package. Check with errors.Is: they are
+// returned wrapped with detail.
+var (
+	// ErrCorrupt: bytes read back from the device failed a magic, range or
+	// checksum check. Gets turn it into a miss and a counter; strict
+	// recovery refuses to open with it.
+	ErrCorrupt = errors.New("hybrid: corrupt data on device")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("hybrid: engine closed")
+	// ErrOptions: EngineOptions failed validation.
+	ErrOptions = errors.New("hybrid: invalid options")
+	// ErrDevice: the device cannot hold the configured layout.
+	ErrDevice = errors.New("hybrid: device unusable")
+)

@@ -1,0 +1,279 @@
+package hybrid
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"runtime"
+	"time"
+)
+
+// Memory is the memory tier: a byte-bounded, sharded, in-process cache of
+// key → value with optional expiry, put in front of the disk engine.
+//
+// Algorithm. The default policy is S3-FIFO: a new entry enters a small FIFO
+// queue (~10% of a shard's bytes); when it reaches the small queue's tail it
+// moves to the main FIFO if it was hit meanwhile, else it is evicted and its
+// hash is remembered in a ghost FIFO. A key set again while its hash is a
+// ghost goes straight to main. Main is a FIFO with reinsertion: an entry at
+// the tail that was hit since it last passed gets another round, its hit
+// count (capped at 3) decremented. One-hit wonders and scans therefore
+// leave through the small queue without disturbing main. LRU (move to the
+// front on every hit) and FIFO (no reaction to hits) are selectable.
+//
+// Sharding. Keys are hashed with a seeded hash/maphash; the top bits pick
+// one of a power-of-two number of shards, each with its own RWMutex and an
+// equal share of the capacity. Under S3-FIFO and FIFO a hit takes only the
+// shard's read lock (S3-FIFO bumps an atomic counter), so hits never wait
+// for each other; LRU takes the write lock to move the entry.
+//
+// Memory layout. Nothing per entry is a Go object with pointers: a shard
+// has a map[uint64]uint32 from hash to slot number, pages of pointer-free
+// slots (hash, expiry, sizes, queue links, hit count) and an arena of
+// fixed-size blocks in large off-heap chunks holding key and value bytes
+// (see memArena). The garbage collector's work is therefore independent of
+// the entry count. A hit compares the stored key bytes, so a 64-bit hash
+// collision is a miss, never a wrong answer; a Set whose hash collides with
+// another key's replaces that entry.
+//
+// Bytes. Capacity bounds the bytes charged: for each entry its blocks
+// (whole blocks, so the unused tail of the last one counts), 4 bytes of
+// chain link per block, and memEntryOverhead for slot, index and ghost.
+// Bytes() ≤ Capacity at all times; the RAM used beyond it is the unfilled
+// part of each shard's last chunk (mapped lazily, so untouched pages cost
+// nothing) and the slack of map growth.
+//
+// Ownership. Set copies key and value in. Get copies the value out by
+// appending it to the caller's dst: the returned bytes belong to the caller
+// and stay valid forever, even after the entry is evicted (a copy rather
+// than reference counting: no Release to forget, and a value never pins
+// arena space). A hit allocates nothing when dst has room for the value.
+// OnEvict receives borrowed bytes (see MemoryOptions.OnEvict).
+//
+// Expiry. An entry may carry an absolute expiry; an expired entry is a miss
+// and is dropped when a lookup finds it or when eviction reaches it.
+//
+// Concurrency. All methods are safe for concurrent use. Memory starts no
+// goroutines. Close gives the arenas back; it is optional (a Memory that
+// becomes unreachable is released by a cleanup) but makes the release
+// prompt.
+type Memory struct {
+	shards   []memShard
+	shift    uint // 64 - log2(len(shards))
+	seed     maphash.Seed
+	hashMask uint64     // all ones; tests clear bits to force collisions
+	cfg      *memConfig // shared with the shards; holds no pointer back
+	cap      int64
+}
+
+// MemoryStats is a snapshot of a Memory's counters. Counters are read
+// shard by shard without a global lock, so a snapshot taken while others
+// write is not atomic across shards.
+type MemoryStats struct {
+	Hits        uint64 // Get found a live entry
+	Misses      uint64 // Get found nothing, a collision or an expired entry
+	Sets        uint64 // Set stored an entry
+	Refused     uint64 // Set refused an entry (too big, already expired, closed)
+	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
+	Expirations uint64 // expired entries dropped
+	Entries     int64  // live entries
+	Bytes       int64  // bytes charged
+	Capacity    int64  // the configured bound
+}
+
+// NewMemory builds a Memory from opts (defaults applied to a copy).
+func NewMemory(opts MemoryOptions) (*Memory, error) {
+	o := opts
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	share := o.Capacity / int64(o.Shards)
+	m := &Memory{
+		shards:   make([]memShard, o.Shards),
+		shift:    uint(64 - bits.TrailingZeros(uint(o.Shards))),
+		seed:     maphash.MakeSeed(),
+		cap:      o.Capacity,
+		hashMask: ^uint64(0),
+		cfg: &memConfig{
+			policy:   memPolicyOf(o.Policy),
+			onEvict:  o.OnEvict,
+			now:      o.Now,
+			share:    share,
+			maxEntry: share / 4,
+			block:    o.BlockSize,
+		},
+	}
+	for i := range m.shards {
+		m.shards[i].init(m.cfg)
+	}
+	runtime.AddCleanup(m, memReleaseShards, m.shards)
+	return m, nil
+}
+
+// memReleaseShards is Memory's cleanup: it unmaps what Close did not.
+func memReleaseShards(shards []memShard) {
+	for i := range shards {
+		s := &shards[i]
+		s.mu.Lock()
+		s.release()
+		s.mu.Unlock()
+	}
+}
+
+func (m *Memory) hash(key []byte) uint64 {
+	return maphash.Bytes(m.seed, key) & m.hashMask
+}
+
+func (m *Memory) shard(h uint64) *memShard {
+	return &m.shards[h>>m.shift]
+}
+
+// Get looks key up. On a hit it appends the value to dst and returns the
+// extended slice, the entry's expiry (unix nanoseconds, 0 for none) and
+// true; it allocates nothing when cap(dst)-len(dst) ≥ len(value). On a miss
+// it returns dst unchanged, 0 and false.
+func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
+	h := m.hash(key)
+	s := m.shard(h)
+	var st memGetStatus
+	if m.cfg.policy == memLRU {
+		s.mu.Lock()
+		value, expiry, st = s.get(h, key, dst)
+		if st == memGetExpired {
+			s.dropExpired(h)
+		}
+		s.mu.Unlock()
+	} else {
+		s.mu.RLock()
+		value, expiry, st = s.get(h, key, dst)
+		s.mu.RUnlock()
+		if st == memGetExpired {
+			s.mu.Lock()
+			s.dropExpired(h)
+			s.mu.Unlock()
+		}
+	}
+	if st != memGetHit {
+		s.misses.Add(1)
+		return dst, 0, false
+	}
+	s.hits.Add(1)
+	return value, expiry, true
+}
+
+// Set stores a copy of key and value, replacing any entry under key, with
+// an absolute expiry (the zero time for none). It evicts as needed and
+// reports false, storing nothing and dropping any old entry, when the
+// entry's charge exceeds a quarter of a shard's share (Capacity/Shards),
+// when expiry has already passed, or after Close.
+func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
+	var exp int64
+	if !expiry.IsZero() {
+		exp = max(expiry.UnixNano(), 1)
+	}
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.set(h, key, value, exp)
+	if ok {
+		s.sets.Add(1)
+	} else {
+		s.refused.Add(1)
+	}
+	return ok
+}
+
+// SetClean stores a copy of key and value like Set, but only if key has no
+// live entry, and marks the entry clean: a copy of what a lower tier (the
+// disk) already holds, which eviction therefore does not offer to OnEvict.
+// It reports whether it stored the entry. The hybrid Cache promotes disk
+// hits with it: a promotion never replaces a newer value set meanwhile.
+func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
+	var exp int64
+	if !expiry.IsZero() {
+		exp = max(expiry.UnixNano(), 1)
+	}
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if _, _, live := s.lookup(h, key); live {
+		return false
+	}
+	if !s.set(h, key, value, exp) {
+		s.refused.Add(1)
+		return false
+	}
+	s.sets.Add(1)
+	s.slot(s.index[h]).clean = true
+	return true
+}
+
+// Delete removes key; it reports whether a live entry was removed. OnEvict
+// is not called.
+func (m *Memory) Delete(key []byte) bool {
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	i, _, ok := s.lookup(h, key)
+	if ok {
+		s.remove(i)
+	}
+	return ok
+}
+
+// Len returns the number of entries held (expired ones not yet dropped
+// included).
+func (m *Memory) Len() int {
+	var n int64
+	for i := range m.shards {
+		n += m.shards[i].countA.Load()
+	}
+	return int(n)
+}
+
+// Bytes returns the bytes charged for the entries held; never more than
+// Capacity.
+func (m *Memory) Bytes() int64 {
+	var n int64
+	for i := range m.shards {
+		n += m.shards[i].usedA.Load()
+	}
+	return n
+}
+
+// Capacity returns the configured bound on Bytes.
+func (m *Memory) Capacity() int64 { return m.cap }
+
+// Stats returns a snapshot of the counters.
+func (m *Memory) Stats() MemoryStats {
+	st := MemoryStats{Capacity: m.cap}
+	for i := range m.shards {
+		s := &m.shards[i]
+		st.Hits += s.hits.Load()
+		st.Misses += s.misses.Load()
+		st.Sets += s.sets.Load()
+		st.Refused += s.refused.Load()
+		st.Evictions += s.evictions.Load()
+		st.Expirations += s.expirations.Load()
+		st.Entries += s.countA.Load()
+		st.Bytes += s.usedA.Load()
+	}
+	return st
+}
+
+// Close drops every entry and gives the arenas back. Afterwards Get misses,
+// Set refuses and Delete does nothing. It never fails; the error is for the
+// owner's uniform Close chain.
+func (m *Memory) Close() error {
+	memReleaseShards(m.shards)
+	return nil
+}

@@ -1,0 +1,230 @@
+package hybrid
+
+// memArena holds the key and value bytes of one memory-tier shard.
+//
+// The bytes live in fixed-size blocks carved out of large chunks (anonymous
+// mmap on Linux, heap []byte elsewhere: neither holds pointers, so the
+// garbage collector never scans them). An entry's key and value are written
+// back to back into a chain of blocks; next[b] is the block after b in its
+// chain, or the next free block when b is free. Any free block serves any
+// entry, so there is no external fragmentation and no slab calcification:
+// the only waste is the unused tail of an entry's last block, and that tail
+// is charged to the entry (see memShard.charge), which keeps the byte bound
+// honest. Blocks handed out fresh from a chunk, and chains freed whole, are
+// mostly contiguous, so copies run over spans of many blocks at once.
+//
+// memArena is not safe for concurrent use: the shard lock guards it (reads
+// under the read lock, allocation and freeing under the write lock).
+type memArena struct {
+	bs         int  // block size in bytes, a power of two
+	bsShift    uint // log2(bs)
+	chunkShift uint // log2(blocks per chunk)
+	chunks     [][]byte
+	next       []uint32 // per block: successor in its chain or in the free list
+	free       uint32   // head of the free list, memNil when empty
+	nfree      int      // blocks in the free list
+	fresh      uint32   // blocks ever handed out (the rest of the chunks is untouched)
+}
+
+// memNil marks the end of a chain or list of blocks or slots.
+const memNil = ^uint32(0)
+
+// Chunk size bounds: big enough that chunk count stays small, small enough
+// that the last, partly used chunk of each shard wastes little.
+const (
+	memMinChunk = 64 << 10
+	memMaxChunk = 1 << 20
+)
+
+func newMemArena(blockSize int, share int64) memArena {
+	chunk := memMinChunk
+	for chunk < memMaxChunk && int64(chunk) < share {
+		chunk <<= 1
+	}
+	if chunk < blockSize {
+		chunk = blockSize
+	}
+	a := memArena{bs: blockSize, free: memNil}
+	for 1<<a.bsShift < blockSize {
+		a.bsShift++
+	}
+	for 1<<(a.bsShift+a.chunkShift) < chunk {
+		a.chunkShift++
+	}
+	return a
+}
+
+// blocksFor returns how many blocks n bytes occupy.
+func (a *memArena) blocksFor(n int) int {
+	return (n + a.bs - 1) >> a.bsShift
+}
+
+// alloc takes n blocks, chains them and returns the first and last (memNil,
+// memNil for n == 0). It reuses freed blocks first, then fresh ones, mapping
+// a new chunk when needed. It fails only if a chunk cannot be mapped.
+func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
+	first, last = memNil, memNil
+	for i := 0; i < n; i++ {
+		b, ok := a.take()
+		if !ok {
+			if first != memNil {
+				a.next[last] = memNil
+				a.release(first, last, i)
+			}
+			return memNil, memNil, false
+		}
+		if first == memNil {
+			first = b
+		} else {
+			a.next[last] = b
+		}
+		last = b
+	}
+	if last != memNil {
+		a.next[last] = memNil
+	}
+	return first, last, true
+}
+
+// take returns one block, from the free list or fresh.
+func (a *memArena) take() (uint32, bool) {
+	if b := a.free; b != memNil {
+		a.free = a.next[b]
+		a.nfree--
+		return b, true
+	}
+	if int(a.fresh) == len(a.chunks)<<a.chunkShift {
+		if !a.grow() {
+			return memNil, false
+		}
+	}
+	b := a.fresh
+	a.fresh++
+	return b, true
+}
+
+func (a *memArena) grow() bool {
+	if uint64(len(a.chunks)+1)<<a.chunkShift >= uint64(memNil) {
+		return false
+	}
+	c, err := memMapChunk(1 << (a.bsShift + a.chunkShift))
+	if err != nil {
+		return false
+	}
+	a.chunks = append(a.chunks, c)
+	a.next = append(a.next, make([]uint32, 1<<a.chunkShift)...)
+	return true
+}
+
+// release returns the chain first..last of n blocks to the free list in
+// O(1); the chain keeps its order, so contiguous runs stay contiguous for
+// reuse.
+func (a *memArena) release(first, last uint32, n int) {
+	if first == memNil {
+		return
+	}
+	a.next[last] = a.free
+	a.free = first
+	a.nfree += n
+}
+
+// span returns the bytes of the longest run of physically contiguous blocks
+// of a chain starting at block b, at most limit bytes, and the block that
+// follows the run in the chain.
+func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
+	chunkMask := uint32(1)<<a.chunkShift - 1
+	c := a.chunks[b>>a.chunkShift]
+	off := int(b&chunkMask) << a.bsShift
+	n := a.bs
+	for n < limit && a.next[b] == b+1 && (b+1)&chunkMask != 0 {
+		b++
+		n += a.bs
+	}
+	if n > limit {
+		n = limit
+	}
+	return c[off : off+n : off+n], a.next[b]
+}
+
+// releaseAll unmaps every chunk; the arena is unusable afterwards.
+func (a *memArena) releaseAll() {
+	for _, c := range a.chunks {
+		memUnmapChunk(c)
+	}
+	a.chunks, a.next, a.free, a.nfree, a.fresh = nil, nil, memNil, 0, 0
+}
+
+// memCursor reads or writes an entry's byte stream (key then value) across
+// its chain of blocks. It lives on the caller's stack.
+type memCursor struct {
+	a    *memArena
+	blk  uint32 // next block to load
+	cur  []byte // loaded, not yet consumed bytes
+	left int    // bytes of the stream not yet loaded
+}
+
+func (a *memArena) cursor(first uint32, length int) memCursor {
+	return memCursor{a: a, blk: first, left: length}
+}
+
+// take consumes and returns up to n bytes of the stream; fewer when a run
+// of contiguous blocks ends, none at the end of the stream.
+func (c *memCursor) take(n int) []byte {
+	if len(c.cur) == 0 {
+		if c.left == 0 {
+			return nil
+		}
+		c.cur, c.blk = c.a.span(c.blk, c.left)
+		c.left -= len(c.cur)
+	}
+	if n > len(c.cur) {
+		n = len(c.cur)
+	}
+	p := c.cur[:n]
+	c.cur = c.cur[n:]
+	return p
+}
+
+// write copies p into the stream.
+func (c *memCursor) write(p []byte) {
+	for len(p) > 0 {
+		n := copy(c.take(len(p)), p)
+		p = p[n:]
+	}
+}
+
+// equal reports whether the next len(p) bytes of the stream equal p.
+func (c *memCursor) equal(p []byte) bool {
+	for len(p) > 0 {
+		q := c.take(len(p))
+		if len(q) == 0 || string(q) != string(p[:len(q)]) {
+			return false
+		}
+		p = p[len(q):]
+	}
+	return true
+}
+
+// appendTo appends the next n bytes of the stream to dst.
+func (c *memCursor) appendTo(dst []byte, n int) []byte {
+	for n > 0 {
+		q := c.take(n)
+		if len(q) == 0 {
+			break
+		}
+		dst = append(dst, q...)
+		n -= len(q)
+	}
+	return dst
+}
+
+// skip consumes n bytes of the stream.
+func (c *memCursor) skip(n int) {
+	for n > 0 {
+		q := c.take(n)
+		if len(q) == 0 {
+			return
+		}
+		n -= len(q)
+	}
+}

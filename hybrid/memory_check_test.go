@@ -1,0 +1,130 @@
+package hybrid
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// memCheck verifies every shard's internal consistency: queue links and
+// totals, index ↔ slots, charged bytes, block accounting.
+func (m *Memory) memCheck() error {
+	for si := range m.shards {
+		s := &m.shards[si]
+		s.mu.Lock()
+		err := s.check()
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", si, err)
+		}
+	}
+	if b := m.Bytes(); b > m.Capacity() {
+		return fmt.Errorf("Bytes %d > Capacity %d", b, m.Capacity())
+	}
+	return nil
+}
+
+func (s *memShard) check() error {
+	if s.closed {
+		return nil
+	}
+	var count int
+	var used int64
+	blocks := 0
+	for qi := range s.q {
+		q := &s.q[qi]
+		n, bytes, prev := 0, int64(0), memNil
+		for i := q.head; i != memNil; i = s.slot(i).next {
+			sl := s.slot(i)
+			if sl.prev != prev || int(sl.queue) != qi {
+				return fmt.Errorf("queue %d slot %d: prev %d want %d, queue %d", qi, i, sl.prev, prev, sl.queue)
+			}
+			if v, ok := s.index[sl.hash]; !ok || v != i {
+				return fmt.Errorf("slot %d: index[%x] = %d, %v", i, sl.hash, v, ok)
+			}
+			if f := sl.freq.Load(); f > memMaxFreq {
+				return fmt.Errorf("slot %d: freq %d", i, f)
+			}
+			if err := s.checkChain(sl); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
+			}
+			blocks += s.arena.blocksFor(int(sl.klen + sl.vlen))
+			n++
+			bytes += s.chargeOf(sl)
+			prev = i
+		}
+		if n != q.n || bytes != q.bytes || prev != q.tail {
+			return fmt.Errorf("queue %d: n %d/%d bytes %d/%d tail %d/%d", qi, n, q.n, bytes, q.bytes, prev, q.tail)
+		}
+		count += n
+		used += bytes
+	}
+	if s.cfg.policy != memS3FIFO && s.q[memQSmall].n != 0 {
+		return fmt.Errorf("policy %d uses the small queue", s.cfg.policy)
+	}
+	live := 0
+	for _, v := range s.index {
+		if v&memGhostBit == 0 {
+			live++
+		}
+	}
+	switch {
+	case count != s.count || live != count:
+		return fmt.Errorf("count %d, s.count %d, live index entries %d", count, s.count, live)
+	case used != s.used || used != s.usedA.Load():
+		return fmt.Errorf("used %d, s.used %d, usedA %d", used, s.used, s.usedA.Load())
+	case used > s.cfg.share:
+		return fmt.Errorf("used %d > share %d", used, s.cfg.share)
+	case int(s.arena.fresh)-s.arena.nfree != blocks:
+		return fmt.Errorf("blocks: fresh %d - free %d != live %d", s.arena.fresh, s.arena.nfree, blocks)
+	case s.ghost.n > max(s.count, 16):
+		return fmt.Errorf("ghost %d > entries %d", s.ghost.n, s.count)
+	}
+	return nil
+}
+
+func (s *memShard) checkChain(sl *memSlot) error {
+	want := s.arena.blocksFor(int(sl.klen + sl.vlen))
+	n, last := 0, memNil
+	for b := sl.first; b != memNil; b = s.arena.next[b] {
+		if b >= s.arena.fresh || n > want {
+			return fmt.Errorf("chain: block %d (fresh %d) after %d of %d", b, s.arena.fresh, n, want)
+		}
+		n, last = n+1, b
+	}
+	if n != want || last != sl.last {
+		return fmt.Errorf("chain: %d blocks ending %d, want %d ending %d", n, last, want, sl.last)
+	}
+	return nil
+}
+
+// memQueueOf returns the queue holding key, or -1.
+func (m *Memory) memQueueOf(key []byte) int {
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, sl, ok := s.lookup(h, key); ok {
+		return int(sl.queue)
+	}
+	return -1
+}
+
+// memTestClock is an injected clock for expiry tests.
+type memTestClock struct{ t int64 }
+
+func (c *memTestClock) now() int64                   { return c.t }
+func (c *memTestClock) at(d time.Duration) time.Time { return time.Unix(0, c.t+int64(d)) }
+
+// newTestMemory builds a Memory closed at the end of the test; hashMask
+// clears hash bits to force collisions (^0 for none).
+func newTestMemory(t testing.TB, o MemoryOptions, hashMask uint64) *Memory {
+	t.Helper()
+	m, err := NewMemory(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.hashMask = hashMask
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}

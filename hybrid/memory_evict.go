@@ -1,0 +1,146 @@
+package hybrid
+
+// Eviction. All functions here REQUIRE s.mu held for writing.
+
+// makeRoom evicts until charge more bytes fit in the shard's share. Each
+// step either frees an entry or moves one (small → main once, main tail →
+// main head at most memMaxFreq times per hit), so the loop ends.
+func (s *memShard) makeRoom(charge int64) bool {
+	now := int64(-1) // read lazily: most entries have no expiry
+	for s.used+charge > s.cfg.share {
+		i, ok := s.victim()
+		if !ok {
+			return false
+		}
+		s.evict(i, &now)
+	}
+	return true
+}
+
+// victim picks the next entry to evict, applying the policy's moves on the
+// way: S3-FIFO promotes small-queue entries that were hit to main and gives
+// main entries that were hit another round. FIFO and LRU take main's tail.
+func (s *memShard) victim() (uint32, bool) {
+	if s.cfg.policy != memS3FIFO {
+		i := s.q[memQMain].tail
+		return i, i != memNil
+	}
+	for {
+		small, main := &s.q[memQSmall], &s.q[memQMain]
+		if small.n == 0 && main.n == 0 {
+			return memNil, false
+		}
+		if small.n > 0 && (main.n == 0 || small.bytes*100 > s.cfg.share*memSmallPercent) {
+			i := small.tail
+			sl := s.slot(i)
+			if sl.freq.Load() == 0 {
+				return i, true
+			}
+			sl.freq.Store(0)
+			s.unlink(i)
+			s.pushHead(memQMain, i)
+			continue
+		}
+		i := main.tail
+		sl := s.slot(i)
+		if f := sl.freq.Load(); f > 0 {
+			sl.freq.Store(f - 1)
+			s.unlink(i)
+			s.pushHead(memQMain, i)
+			continue
+		}
+		return i, true
+	}
+}
+
+// evict removes slot i. A live entry goes to OnEvict (borrowed bytes) and,
+// under S3-FIFO, an entry leaving the small queue leaves its hash in the
+// ghost queue. An expired entry is only counted.
+func (s *memShard) evict(i uint32, now *int64) {
+	sl := s.slot(i)
+	if sl.expiry != 0 {
+		if *now < 0 {
+			*now = s.cfg.now()
+		}
+		if sl.expiry <= *now {
+			s.remove(i)
+			s.expirations.Add(1)
+			return
+		}
+	}
+	if s.cfg.onEvict != nil && !sl.clean {
+		key, value := s.borrow(sl)
+		s.cfg.onEvict(key, value, sl.expiry)
+	}
+	h, fromSmall := sl.hash, sl.queue == memQSmall
+	s.remove(i)
+	s.evictions.Add(1)
+	if fromSmall && s.cfg.policy == memS3FIFO {
+		s.addGhost(h)
+	}
+}
+
+// borrow returns sl's key and value: straight from the arena when its
+// blocks are contiguous, else gathered into the shard's scratch buffer.
+func (s *memShard) borrow(sl *memSlot) (key, value []byte) {
+	k, n := int(sl.klen), int(sl.klen)+int(sl.vlen)
+	if n == 0 {
+		return []byte{}, []byte{}
+	}
+	c := s.arena.cursor(sl.first, n)
+	p := c.take(n)
+	if len(p) < n {
+		s.scratch = append(append(s.scratch[:0], p...), make([]byte, n-len(p))...)
+		c.appendTo(s.scratch[:len(p)], n-len(p))
+		p = s.scratch[:n]
+	}
+	return p[:k:k], p[k:n:n]
+}
+
+// memGhost is a FIFO ring of hashes evicted from the small queue without a
+// hit. Membership is recorded in the shard index (memGhostBit), so a ghost
+// costs one ring cell and one map entry. The ring holds at most as many
+// hashes as the shard holds entries (S3-FIFO sizes the ghost like main).
+type memGhost struct {
+	ring []uint64
+	head int // oldest
+	n    int
+}
+
+// addGhost records h as a ghost, forgetting the oldest ghosts beyond the
+// limit.
+func (s *memShard) addGhost(h uint64) {
+	g := &s.ghost
+	limit := max(s.count, 16)
+	for g.n >= limit {
+		s.popGhost()
+	}
+	if g.n == len(g.ring) {
+		g.grow(limit)
+	}
+	g.ring[(g.head+g.n)%len(g.ring)] = h
+	g.n++
+	if _, live := s.index[h]; !live {
+		s.index[h] = memGhostBit
+	}
+}
+
+func (s *memShard) popGhost() {
+	g := &s.ghost
+	h := g.ring[g.head]
+	g.head = (g.head + 1) % len(g.ring)
+	g.n--
+	if v, ok := s.index[h]; ok && v == memGhostBit {
+		delete(s.index, h)
+	}
+}
+
+// grow doubles the ring (at least 16, at most limit cells beyond need).
+func (g *memGhost) grow(limit int) {
+	size := min(max(2*len(g.ring), 16), max(limit, g.n+1))
+	ring := make([]uint64, size)
+	for j := 0; j < g.n; j++ {
+		ring[j] = g.ring[(g.head+j)%len(g.ring)]
+	}
+	g.ring, g.head = ring, 0
+}

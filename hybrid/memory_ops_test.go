@@ -1,0 +1,253 @@
+package hybrid
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestMemoryGetSetDelete(t *testing.T) {
+	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
+			big := bytes.Repeat([]byte("0123456789"), 1000) // spans many blocks
+			for _, tc := range []struct{ key, value []byte }{
+				{[]byte("a"), []byte("1")},
+				{[]byte(""), []byte("empty key")},
+				{[]byte("empty value"), []byte{}},
+				{bytes.Repeat([]byte("k"), 300), big},
+			} {
+				if !m.Set(tc.key, tc.value, time.Time{}) {
+					t.Fatalf("Set(%.10q) refused", tc.key)
+				}
+				dst := []byte("prefix")
+				got, exp, ok := m.Get(tc.key, dst)
+				if !ok || exp != 0 || string(got) != "prefix"+string(tc.value) {
+					t.Fatalf("Get(%.10q) = %.20q, %d, %v", tc.key, got, exp, ok)
+				}
+			}
+			if !m.Set([]byte("a"), []byte("2"), time.Time{}) {
+				t.Fatal("overwrite refused")
+			}
+			if got, _, _ := m.Get([]byte("a"), nil); string(got) != "2" {
+				t.Fatalf("after overwrite Get = %q", got)
+			}
+			if !m.Delete([]byte("a")) || m.Delete([]byte("a")) {
+				t.Fatal("Delete: want true then false")
+			}
+			if _, _, ok := m.Get([]byte("a"), nil); ok {
+				t.Fatal("hit after Delete")
+			}
+			if m.Len() != 3 {
+				t.Fatalf("Len %d, want 3", m.Len())
+			}
+			if err := m.memCheck(); err != nil {
+				t.Fatal(err)
+			}
+			st := m.Stats()
+			if st.Hits != 5 || st.Misses != 1 || st.Sets != 5 || st.Entries != 3 || st.Bytes != m.Bytes() {
+				t.Fatalf("stats %+v", st)
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok := m.Get([]byte(""), nil); ok || m.Set([]byte("b"), nil, time.Time{}) || m.Delete([]byte("")) {
+				t.Fatal("Memory works after Close")
+			}
+		})
+	}
+}
+
+func TestMemoryRefusesOversize(t *testing.T) {
+	m := newTestMemory(t, MemoryOptions{Capacity: 64 << 10, Shards: 1, BlockSize: 64}, ^uint64(0))
+	if !m.Set([]byte("k"), []byte("old"), time.Time{}) {
+		t.Fatal("refused small")
+	}
+	if m.Set([]byte("k"), make([]byte, 16<<10), time.Time{}) {
+		t.Fatal("accepted an entry over a quarter of the shard")
+	}
+	if _, _, ok := m.Get([]byte("k"), nil); ok {
+		t.Fatal("refused Set left the old value")
+	}
+	if !m.Set([]byte("k"), make([]byte, 15000), time.Time{}) {
+		t.Fatal("refused an entry under a quarter of the shard")
+	}
+	if st := m.Stats(); st.Refused != 1 || st.Sets != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestMemoryCapacity sets random sizes under every policy and checks
+// after every operation that Bytes ≤ Capacity and the books balance.
+func TestMemoryCapacity(t *testing.T) {
+	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			evicted := 0
+			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 64 << 10, Shards: 4, BlockSize: 64,
+				OnEvict: func(_, _ []byte, _ int64) { evicted++ }}, ^uint64(0))
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range 3000 {
+				key := fmt.Appendf(nil, "key%d", r.IntN(300))
+				switch r.IntN(4) {
+				case 0:
+					m.Delete(key)
+				case 1:
+					m.Get(key, nil)
+				default:
+					m.Set(key, make([]byte, r.IntN(3000)), time.Time{})
+				}
+				if err := m.memCheck(); err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				}
+			}
+			if evicted == 0 || uint64(evicted) != m.Stats().Evictions {
+				t.Fatalf("evicted %d, stats %+v", evicted, m.Stats())
+			}
+		})
+	}
+}
+
+// TestMemoryOnEvict checks that OnEvict gets exactly the bytes and expiry
+// that were set, including for chains that are not contiguous (the arena is
+// fragmented first by deleting every other entry).
+func TestMemoryOnEvict(t *testing.T) {
+	clock := &memTestClock{t: 1000}
+	got := map[string]string{}
+	exps := map[string]int64{}
+	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 32 << 10, Shards: 1, BlockSize: 64,
+		Now: clock.now, OnEvict: func(k, v []byte, e int64) {
+			got[string(k)] = string(v)
+			exps[string(k)] = e
+		}}, ^uint64(0))
+	want := map[string]string{}
+	value := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "<%d>", i), 10+i%50) }
+	for i := range 40 {
+		k := fmt.Sprintf("key-%d", i)
+		m.Set([]byte(k), value(i), clock.at(time.Duration(i+1)*time.Hour))
+		if i%2 == 1 {
+			m.Delete([]byte(k))
+		}
+	}
+	for i := 40; i < 400; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		want[k] = string(value(i))
+		m.Set([]byte(k), value(i), clock.at(time.Duration(i+1)*time.Hour))
+	}
+	for i := 0; i < 40; i += 2 {
+		want[fmt.Sprintf("key-%d", i)] = string(value(i))
+	}
+	if len(got) == 0 {
+		t.Fatal("nothing evicted")
+	}
+	for k, v := range got {
+		if want[k] != v {
+			t.Fatalf("OnEvict(%s) value %q, want %q", k, v, want[k])
+		}
+		var i int
+		fmt.Sscanf(k, "key-%d", &i)
+		if exps[k] != clock.at(time.Duration(i+1)*time.Hour).UnixNano() {
+			t.Fatalf("OnEvict(%s) expiry %d", k, exps[k])
+		}
+	}
+	for i := 1; i < 40; i += 2 {
+		if _, ok := got[fmt.Sprintf("key-%d", i)]; ok {
+			t.Fatalf("OnEvict called for deleted key-%d", i)
+		}
+	}
+}
+
+func TestMemoryExpiry(t *testing.T) {
+	clock := &memTestClock{t: 1_000_000}
+	var evicted []string
+	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 16 << 10, Shards: 1, BlockSize: 64,
+		Now: clock.now, OnEvict: func(k, _ []byte, _ int64) { evicted = append(evicted, string(k)) }}, ^uint64(0))
+	if m.Set([]byte("past"), []byte("v"), clock.at(-1)) || m.Set([]byte("now"), []byte("v"), clock.at(0)) {
+		t.Fatal("Set accepted an expired entry")
+	}
+	m.Set([]byte("soon"), []byte("v"), clock.at(time.Second))
+	m.Set([]byte("later"), []byte("v"), clock.at(time.Hour))
+	m.Set([]byte("never"), []byte("v"), time.Time{})
+	if _, exp, ok := m.Get([]byte("soon"), nil); !ok || exp != clock.at(time.Second).UnixNano() {
+		t.Fatalf("soon: %d, %v", exp, ok)
+	}
+	clock.t += int64(time.Second)
+	if _, _, ok := m.Get([]byte("soon"), nil); ok {
+		t.Fatal("hit on an expired entry")
+	}
+	if m.Len() != 2 || m.Stats().Expirations != 1 {
+		t.Fatalf("expired entry not dropped: Len %d, %+v", m.Len(), m.Stats())
+	}
+	// "later" expires while queued: eviction counts it, OnEvict skips it.
+	clock.t += int64(time.Hour)
+	for i := range 200 {
+		m.Set(fmt.Appendf(nil, "fill%d", i), make([]byte, 100), time.Time{})
+	}
+	for _, k := range evicted {
+		if k == "later" {
+			t.Fatal("OnEvict called for an expired entry")
+		}
+	}
+	if st := m.Stats(); st.Expirations != 2 || st.Refused != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := m.memCheck(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMemoryHashCollision injects a hash that maps every key to one value:
+// a lookup of another key with the same hash misses, and a Set replaces.
+func TestMemoryHashCollision(t *testing.T) {
+	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4},
+				0) // every key hashes to 0
+			m.Set([]byte("a"), []byte("A"), time.Time{})
+			if _, _, ok := m.Get([]byte("b"), nil); ok {
+				t.Fatal("b hit a's entry")
+			}
+			if m.Delete([]byte("b")) {
+				t.Fatal("Delete(b) removed a")
+			}
+			if v, _, ok := m.Get([]byte("a"), nil); !ok || string(v) != "A" {
+				t.Fatal("a lost")
+			}
+			m.Set([]byte("b"), []byte("B"), time.Time{})
+			if _, _, ok := m.Get([]byte("a"), nil); ok {
+				t.Fatal("a still hit after b replaced it")
+			}
+			if v, _, ok := m.Get([]byte("b"), nil); !ok || string(v) != "B" || m.Len() != 1 {
+				t.Fatalf("b: %q %v, Len %d", v, ok, m.Len())
+			}
+			if err := m.memCheck(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestMemoryHitAllocs(t *testing.T) {
+	if memRace {
+		t.Skip("allocation counts are off under -race")
+	}
+	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
+			key, value := []byte("some/cache/key"), bytes.Repeat([]byte("v"), 1000)
+			exp := time.Now().Add(time.Hour)
+			m.Set(key, value, exp)
+			dst := make([]byte, 0, 1024)
+			allocs := testing.AllocsPerRun(100, func() {
+				if v, _, ok := m.Get(key, dst); !ok || len(v) != len(value) {
+					t.Fatal("miss")
+				}
+				m.Get([]byte("absent"), dst)
+			})
+			if allocs != 0 {
+				t.Fatalf("Get allocates %.1f times per hit", allocs)
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseAge(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"§5.1 delta-seconds", "60", 60, true},
+		{"§5.1 zero", "0", 0, true},
+		{"§1.2.2 overflow is 2^31", "99999999999999999999", 1 << 31, true},
+		{"§1.2.2 just over 2^31", "2147483649", 1 << 31, true},
+		{"§5.1 whitespace trimmed", " 7 ", 7, true},
+		{"§5.1 empty is invalid", "", 0, false},
+		{"§5.1 negative is invalid", "-7200", 0, false},
+		{"§5.1 float is invalid", "7200.0", 0, false},
+		{"§5.1 non-numeric is invalid", "abc", 0, false},
+		{"§5.1 list takes the largest", "7200, 0", 7200, true},
+		{"§5.1 list prefix", "0,7200", 7200, true},
+		{"§5.1 list with a bad member is invalid", "5, x", 0, false},
+		{"§5.1 only commas is invalid", " , ", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseAge([]byte(tt.in))
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ParseAge(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestCurrentAge(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	tests := []struct {
+		name                 string
+		age                  int64
+		date, req, resp, now time.Time
+		want                 time.Duration
+	}{
+		{"§4.2.3 fresh from origin", 0, s(0), s(0), s(0), s(0), 0},
+		{"§4.2.3 resident time", 0, s(0), s(0), s(0), s(10), 10 * time.Second},
+		{"§4.2.3 Age plus response delay", 100, s(0), s(0), s(2), s(2), 102 * time.Second},
+		{"§4.2.3 apparent age wins when larger", 10, s(-60), s(0), s(0), s(0), 60 * time.Second},
+		{"§4.2.3 corrected age wins when larger", 100, s(-60), s(0), s(1), s(5), 105 * time.Second},
+		{"§4.2.3 Date in the future: apparent age 0", 0, s(60), s(0), s(0), s(3), 3 * time.Second},
+		{"§4.2.3 no Date: apparent age 0", 5, time.Time{}, s(0), s(0), s(0), 5 * time.Second},
+		{"clock stepped back: never below the initial age", 5, s(0), s(0), s(0), s(-100), 5 * time.Second},
+		{"request after response: delay 0", 5, s(0), s(10), s(0), s(0), 5 * time.Second},
+		{"§1.2.2 huge Age does not overflow", 1 << 40, s(0), s(0), s(0), s(1), (1<<31 + 1) * time.Second},
+		{"extreme times saturate", 1 << 31, time.Unix(-1<<62, 0), s(0), time.Unix(1<<62, 0), time.Unix(1<<62, 0).Add(time.Hour), 1<<63 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CurrentAge(tt.age, tt.date, tt.req, tt.resp, tt.now); got != tt.want {
+				t.Errorf("CurrentAge = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseAge(f *testing.F) {
+	for _, s := range []string{"0", "60", "-1", "1.5", "7200, 0", "99999999999999999999999", ",,", " 5 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := ParseAge([]byte(s))
+		if n < 0 || n > ccDeltaMax {
+			t.Fatalf("ParseAge(%q) = %d out of [0, 2^31]", s, n)
+		}
+		if !ok && n != 0 {
+			t.Fatalf("ParseAge(%q) = %d with ok=false", s, n)
+		}
+		// A single all-digit member round-trips below the cap.
+		if ok && n < ccDeltaMax && !ageHasComma(s) {
+			if m, ok2 := ParseAge([]byte(itoa(n))); !ok2 || m != n {
+				t.Fatalf("ParseAge(%q) = %d does not round-trip", s, n)
+			}
+		}
+	})
+}
+
+func ageHasComma(s string) bool {
+	for i := range len(s) {
+		if s[i] == ',' {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}

@@ -1,0 +1,276 @@
+package proxy
+
+// CacheControl is a parsed Cache-Control field (RFC 9111 §5.2), request or
+// response: the same struct holds both kinds of directive, and each rule
+// reads only the ones that apply to it.
+//
+// Parsing. ParseCacheControl resets the struct and parses one field value;
+// Add merges one more field line into what is already there, which is how
+// a message with several Cache-Control lines is read (RFC 9110 §5.3: lines
+// combine as one comma-separated list). The parser never allocates and
+// keeps no reference to the input: a CacheControl may be copied and kept.
+//
+// Tolerance, and the safe reading of bad input (each choice errs towards
+// serving less from cache, never more):
+//   - Directive names are case-insensitive (§5.2). Unknown directives and
+//     extensions are ignored; a quoted string is skipped as a unit, so
+//     `ext="max-age=9, x"` never yields a max-age.
+//   - A name must be followed directly by '=' to take a value: `max-age =5`
+//     is an unknown directive, `max-age= 5` an invalid value.
+//   - delta-seconds (§1.2.2): digits only, quoted digits accepted; a value
+//     larger than 2^31 becomes 2^31. An invalid value (empty, negative,
+//     fractional, `'5'`, `5a`) of max-age, s-maxage, stale-while-revalidate,
+//     stale-if-error or max-stale counts as 0, so the response is stale and
+//     no stale window opens (§4.2.1: "caches are encouraged to consider
+//     responses that have invalid freshness information to be stale"). An
+//     invalid min-fresh is ignored (it only ever asks for fresher responses).
+//   - A numeric directive repeated with different values (§4.2.1 allows
+//     "the first occurrence" or "stale"): the stale reading, 0; for
+//     min-fresh, the larger value. Equal repeats are harmless.
+//   - no-cache and private with a field list (`no-cache="Set-Cookie"`) are
+//     treated as the unqualified directives, which the RFC allows and which
+//     never leaks a listed field (§5.2.2.4, §5.2.2.7).
+//   - max-stale without a value means any staleness (MaxStaleAny).
+type CacheControl struct {
+	NoStore         bool // request and response
+	NoCache         bool // request and response (qualified form read as unqualified)
+	Private         bool // response (qualified form read as unqualified)
+	Public          bool // response
+	MustRevalidate  bool // response
+	ProxyRevalidate bool // response
+	MustUnderstand  bool // response (§5.2.2.3)
+	NoTransform     bool // request and response
+	OnlyIfCached    bool // request
+	Immutable       bool // response (RFC 8246)
+	MaxStaleAny     bool // request: max-stale without a value
+
+	// Seconds; -1 when absent. Values are capped at 2^31 (§1.2.2).
+	MaxAge               int64 // request and response
+	SMaxAge              int64 // response
+	MaxStale             int64 // request (with a value)
+	MinFresh             int64 // request
+	StaleWhileRevalidate int64 // response (RFC 5861)
+	StaleIfError         int64 // request and response (RFC 5861)
+}
+
+// ccDeltaMax is the value an overflowing delta-seconds becomes (§1.2.2).
+const ccDeltaMax = 1 << 31
+
+// ParseCacheControl resets cc and parses one Cache-Control field value into
+// it. It never fails: see CacheControl for how bad input is read.
+func ParseCacheControl(cc *CacheControl, value []byte) {
+	cc.Reset()
+	cc.Add(value)
+}
+
+// Reset sets cc to "no directives".
+func (cc *CacheControl) Reset() {
+	*cc = CacheControl{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1,
+		StaleWhileRevalidate: -1, StaleIfError: -1}
+}
+
+// Add merges the directives of one more Cache-Control field line into cc.
+// REQUIRES: cc was Reset (or parsed) before the first Add.
+func (cc *CacheControl) Add(value []byte) {
+	for len(value) > 0 {
+		var name, arg []byte
+		var hasArg bool
+		name, arg, hasArg, value = ccNext(value)
+		if len(name) > 0 {
+			cc.apply(name, arg, hasArg)
+		}
+	}
+}
+
+// ccNext splits off the first list element of v: its name, its argument
+// (unquoted, escapes left in place) and whether '=' followed the name.
+func ccNext(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
+	i := 0
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == ',') {
+		i++
+	}
+	start := i
+	for i < len(v) && v[i] != '=' && v[i] != ',' {
+		i++
+	}
+	name = v[start:i]
+	if i == len(v) || v[i] == ',' {
+		return ccTrimRight(name), nil, false, v[i:]
+	}
+	if ccHasSpace(name) {
+		// `max-age =5`: the name is not a token; skip the element.
+		name = nil
+	}
+	i++ // '='
+	if i < len(v) && v[i] == '"' {
+		end := ccQuotedEnd(v, i)
+		arg = v[i+1 : end]
+		i = end
+		if i < len(v) {
+			i++ // closing quote
+		}
+		for i < len(v) && v[i] != ',' { // junk after the quote
+			i++
+		}
+		return name, arg, true, v[i:]
+	}
+	s := i
+	for i < len(v) && v[i] != ',' {
+		i++
+	}
+	return name, ccTrimRight(v[s:i]), true, v[i:]
+}
+
+// ccQuotedEnd returns the index of the quote closing the quoted string that
+// opens at v[open], or len(v) when it is unterminated.
+func ccQuotedEnd(v []byte, open int) int {
+	for i := open + 1; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(v)
+}
+
+func ccTrimRight(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func ccHasSpace(b []byte) bool {
+	for _, c := range b {
+		if c == ' ' || c == '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+// ccEqualFold reports whether b equals the lower-case ASCII string s,
+// ignoring ASCII case in b.
+func ccEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// apply records one directive. Boolean directives ignore any argument.
+func (cc *CacheControl) apply(name, arg []byte, hasArg bool) {
+	switch len(name) {
+	case 6:
+		cc.applyBool(name, &cc.Public, "public")
+	case 7:
+		if ccEqualFold(name, "max-age") {
+			ccSetDelta(&cc.MaxAge, arg, hasArg)
+		} else {
+			cc.applyBool(name, &cc.Private, "private")
+		}
+	case 8:
+		if ccEqualFold(name, "no-cache") {
+			cc.NoCache = true
+		} else if ccEqualFold(name, "no-store") {
+			cc.NoStore = true
+		} else if ccEqualFold(name, "s-maxage") {
+			ccSetDelta(&cc.SMaxAge, arg, hasArg)
+		}
+	case 9:
+		if ccEqualFold(name, "immutable") {
+			cc.Immutable = true
+		} else if ccEqualFold(name, "max-stale") {
+			cc.setMaxStale(arg, hasArg)
+		} else if ccEqualFold(name, "min-fresh") {
+			cc.setMinFresh(arg, hasArg)
+		}
+	default:
+		cc.applyLong(name, arg, hasArg)
+	}
+}
+
+func (cc *CacheControl) applyBool(name []byte, dst *bool, want string) {
+	if ccEqualFold(name, want) {
+		*dst = true
+	}
+}
+
+func (cc *CacheControl) applyLong(name, arg []byte, hasArg bool) {
+	switch {
+	case ccEqualFold(name, "no-transform"):
+		cc.NoTransform = true
+	case ccEqualFold(name, "must-revalidate"):
+		cc.MustRevalidate = true
+	case ccEqualFold(name, "proxy-revalidate"):
+		cc.ProxyRevalidate = true
+	case ccEqualFold(name, "must-understand"):
+		cc.MustUnderstand = true
+	case ccEqualFold(name, "only-if-cached"):
+		cc.OnlyIfCached = true
+	case ccEqualFold(name, "stale-while-revalidate"):
+		ccSetDelta(&cc.StaleWhileRevalidate, arg, hasArg)
+	case ccEqualFold(name, "stale-if-error"):
+		ccSetDelta(&cc.StaleIfError, arg, hasArg)
+	}
+}
+
+func (cc *CacheControl) setMaxStale(arg []byte, hasArg bool) {
+	if !hasArg {
+		cc.MaxStaleAny = true
+		return
+	}
+	ccSetDelta(&cc.MaxStale, arg, true)
+}
+
+func (cc *CacheControl) setMinFresh(arg []byte, hasArg bool) {
+	n, ok := ccParseDelta(arg)
+	if !hasArg || !ok {
+		return
+	}
+	if n > cc.MinFresh {
+		cc.MinFresh = n
+	}
+}
+
+// ccSetDelta stores a freshness-granting delta-seconds: invalid or
+// conflicting values become 0 (see CacheControl).
+func ccSetDelta(dst *int64, arg []byte, hasArg bool) {
+	n, ok := ccParseDelta(arg)
+	if !hasArg || !ok {
+		n = 0
+	}
+	if *dst >= 0 && *dst != n {
+		n = 0
+	}
+	*dst = n
+}
+
+// ccParseDelta parses delta-seconds (§1.2.2): one or more digits, capped at
+// 2^31. It reports false for anything else.
+func ccParseDelta(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n < ccDeltaMax {
+			n = n*10 + int64(c-'0')
+		}
+	}
+	return min(n, ccDeltaMax), true
+}

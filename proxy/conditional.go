@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ETagMatchWeak is the weak comparison of two entity-tags (RFC 9110
+// §8.8.3.2): their opaque-tags are equal, either or both may be weak
+// ("W/" prefix). Empty tags never match. Tags are compared as sent, quotes
+// included; a tag without quotes (a broken origin) only matches itself.
+func ETagMatchWeak(a, b []byte) bool {
+	_, oa := etagSplit(a)
+	_, ob := etagSplit(b)
+	return len(oa) > 0 && string(oa) == string(ob)
+}
+
+// ETagMatchStrong is the strong comparison (RFC 9110 §8.8.3.2): both tags
+// are strong and their opaque-tags are equal.
+func ETagMatchStrong(a, b []byte) bool {
+	wa, oa := etagSplit(a)
+	wb, ob := etagSplit(b)
+	return !wa && !wb && len(oa) > 0 && string(oa) == string(ob)
+}
+
+// etagSplit trims whitespace and splits off the weak indicator, which is
+// case-sensitive ("W/", RFC 9110 §8.8.3).
+func etagSplit(t []byte) (weak bool, opaque []byte) {
+	sp := varyTrim(t, varySpan{0, len(t)})
+	t = t[sp.s:sp.e]
+	if len(t) >= 2 && t[0] == 'W' && t[1] == '/' {
+		return true, t[2:]
+	}
+	return false, t
+}
+
+// etagNext splits the first member off an entity-tag list (If-None-Match,
+// If-Match): quoted strings may hold commas. It returns the member trimmed
+// (possibly "*") and the rest.
+func etagNext(v []byte) (member, rest []byte) {
+	i := 0
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == ',') {
+		i++
+	}
+	s := i
+	if i+1 < len(v) && v[i] == 'W' && v[i+1] == '/' {
+		i += 2
+	}
+	if i < len(v) && v[i] == '"' {
+		i++
+		for i < len(v) && v[i] != '"' {
+			i++
+		}
+		if i < len(v) {
+			i++
+		}
+	}
+	for i < len(v) && v[i] != ',' { // unquoted tag, or junk after the quote
+		i++
+	}
+	return ccTrimRight(v[s:i]), v[i:]
+}
+
+// NotModified reports whether a request may be answered 304 Not Modified
+// from a stored response with the given ETag (nil when none) and
+// Last-Modified (zero when none; a cache may pass the stored Date instead,
+// RFC 9111 §4.3.2). RFC 9110 §13.1.2, §13.1.3, §13.2.2:
+//   - only GET and HEAD; any other method: false;
+//   - If-None-Match, when present, decides alone: true when it is "*" or
+//     lists a tag that weakly matches etag; If-Modified-Since is then
+//     ignored;
+//   - else If-Modified-Since: true when it is one valid HTTP-date and
+//     lastModified is not after it; an invalid or multi-member value is
+//     ignored (false).
+//
+// The caller answers 304 only from a response it would serve (fresh or
+// validated). It does not allocate.
+func NotModified(req *fasthttp.RequestHeader, etag []byte, lastModified time.Time) bool {
+	if !req.IsGet() && !req.IsHead() {
+		return false
+	}
+	if inm := req.PeekAll(fasthttp.HeaderIfNoneMatch); len(inm) > 0 {
+		for _, line := range inm {
+			if etagListMatches(line, etag) {
+				return true
+			}
+		}
+		return false
+	}
+	ims := req.PeekAll(fasthttp.HeaderIfModifiedSince)
+	if len(ims) != 1 || lastModified.IsZero() {
+		return false
+	}
+	t, ok := httpDate(ims[0])
+	return ok && !lastModified.After(t)
+}
+
+// etagListMatches: the list holds "*" or a tag weakly matching etag.
+func etagListMatches(list, etag []byte) bool {
+	for len(list) > 0 {
+		var m []byte
+		m, list = etagNext(list)
+		if len(m) == 1 && m[0] == '*' {
+			return true
+		}
+		if len(m) > 0 && ETagMatchWeak(m, etag) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"testing"
+	"time"
+)
+
+func TestETagMatch(t *testing.T) {
+	tests := []struct {
+		a, b         string
+		weak, strong bool
+	}{
+		{`"1"`, `"1"`, true, true},
+		{`W/"1"`, `W/"1"`, true, false},
+		{`W/"1"`, `"1"`, true, false},
+		{`"1"`, `"2"`, false, false},
+		{`W/"1"`, `W/"2"`, false, false},
+		{` "1" `, `"1"`, true, true},
+		{`w/"1"`, `"1"`, false, false}, // the weak indicator is case-sensitive
+		{``, ``, false, false},
+		{`abc`, `abc`, true, true}, // unquoted: compared as sent
+	}
+	for _, tt := range tests {
+		if got := ETagMatchWeak([]byte(tt.a), []byte(tt.b)); got != tt.weak {
+			t.Errorf("RFC 9110 §8.8.3.2 weak(%q, %q) = %v", tt.a, tt.b, got)
+		}
+		if got := ETagMatchStrong([]byte(tt.a), []byte(tt.b)); got != tt.strong {
+			t.Errorf("RFC 9110 §8.8.3.2 strong(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+func TestNotModified(t *testing.T) {
+	lm := testNow.Add(-time.Hour)
+	tests := []struct {
+		name    string
+		method  string
+		headers []string
+		etag    string
+		lm      time.Time
+		want    bool
+	}{
+		{"§13.1.2 INM matches", "GET", []string{`If-None-Match: "a"`}, `"a"`, lm, true},
+		{"§13.1.2 INM weak comparison", "GET", []string{`If-None-Match: W/"a"`}, `"a"`, lm, true},
+		{"§13.1.2 INM list", "GET", []string{`If-None-Match: "x", "a,b" , W/"a"`}, `"a,b"`, lm, true},
+		{"§13.1.2 INM across lines", "GET", []string{`If-None-Match: "x"`, `If-None-Match: "a"`}, `"a"`, lm, true},
+		{"§13.1.2 INM star", "GET", []string{`If-None-Match: *`}, `"a"`, lm, true},
+		{"§13.1.2 INM no match", "GET", []string{`If-None-Match: "x"`}, `"a"`, lm, false},
+		{"§13.1.2 INM without stored ETag", "GET", []string{`If-None-Match: "x"`}, "", lm, false},
+		{"§13.2.2 INM decides, IMS ignored", "GET", []string{`If-None-Match: "x"`, "If-Modified-Since: " + testDate(0)}, `"a"`, lm, false},
+		{"§13.1.3 IMS not modified", "GET", []string{"If-Modified-Since: " + testDate(-3600)}, "", lm, true},
+		{"§13.1.3 IMS later", "GET", []string{"If-Modified-Since: " + testDate(0)}, "", lm, true},
+		{"§13.1.3 IMS modified since", "GET", []string{"If-Modified-Since: " + testDate(-7200)}, "", lm, false},
+		{"§13.1.3 IMS on HEAD", "HEAD", []string{"If-Modified-Since: " + testDate(0)}, "", lm, true},
+		{"§13.1.3 IMS invalid ignored", "GET", []string{"If-Modified-Since: yesterday"}, "", lm, false},
+		{"§13.1.3 IMS twice ignored", "GET", []string{"If-Modified-Since: " + testDate(0), "If-Modified-Since: " + testDate(0)}, "", lm, false},
+		{"§13.1.3 IMS without Last-Modified", "GET", []string{"If-Modified-Since: " + testDate(0)}, "", time.Time{}, false},
+		{"§13.1.3 obsolete date format", "GET", []string{"If-Modified-Since: Sunday, 01-Jun-25 12:00:00 GMT"}, "", lm, true},
+		{"§13.1.2 only GET and HEAD", "DELETE", []string{`If-None-Match: "a"`}, `"a"`, lm, false},
+		{"no conditional", "GET", nil, `"a"`, lm, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := testRequest(t, tt.method, "/", tt.headers...)
+			var etag []byte
+			if tt.etag != "" {
+				etag = []byte(tt.etag)
+			}
+			if got := NotModified(&req.Header, etag, tt.lm); got != tt.want {
+				t.Errorf("NotModified = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotModifiedAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	req := testRequest(t, "GET", "/", `If-None-Match: "x", W/"abc"`)
+	etag := []byte(`"abc"`)
+	if n := testing.AllocsPerRun(100, func() { NotModified(&req.Header, etag, testNow) }); n != 0 {
+		t.Errorf("NotModified allocates %v times per run, want 0", n)
+	}
+	req = testRequest(t, "GET", "/", "If-Modified-Since: "+testDate(0))
+	if n := testing.AllocsPerRun(100, func() { NotModified(&req.Header, nil, testNow) }); n != 0 {
+		t.Errorf("NotModified (IMS) allocates %v times per run, want 0", n)
+	}
+}
