@@ -104,4 +104,7 @@ func (s *MapStore) Len() int {
 	return len(s.m)
 }
 
-var _ Store = (*MapStore)(nil)
+var (
+	_ Store = (*MapStore)(nil)
+	_ Store = (*hybrid.Cache)(nil)
+)
