@@ -44,7 +44,7 @@ func (c *Config) Compose(logger *slog.Logger) (*Parts, error) {
 	var ps problems
 	p := &Parts{DevicePath: c.Cache.Disk.Path}
 	p.Device = blockdev.Options{Size: c.Cache.Disk.Size.Bytes(), Logger: logger}
-	p.Admission = c.admissionOptions(&ps)
+	p.Admission = c.admissionOptions()
 	p.Cache = c.cacheOptions(logger)
 	c.checkRegions(&ps)
 	p.Proxy = c.proxyOptions(&ps)
@@ -75,16 +75,13 @@ func checkPart(ps *problems, field string, ensure func(), validate func() error)
 	}
 }
 
-func (c *Config) admissionOptions(ps *problems) admission.Options {
+// admissionOptions: min_frequency 0 turns the frequency filter off.
+func (c *Config) admissionOptions() admission.Options {
 	a := c.Cache.Disk.Admission
-	o := admission.Options{
+	return admission.Options{
 		RateLimit: admission.RateOptions{BytesPerSecond: int64(a.Rate), BurstBytes: a.Burst.Bytes()},
 		Frequency: admission.FrequencyOptions{Disabled: a.MinFrequency == 0, MinFrequency: a.MinFrequency},
 	}
-	if a.MinFrequency > 16 {
-		ps.add("cache.disk.admission.min_frequency", "at most 16 (the frequency sketch counts to 15), got %d", a.MinFrequency)
-	}
-	return o
 }
 
 // superblockBytes is what the engine keeps before the first region: two
