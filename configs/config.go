@@ -1,0 +1,132 @@
+package configs
+
+// Config is the whole of strata's configuration. The YAML key of each
+// field is in its tag; each field's comment gives its default (filled by
+// EnsureDefaults when the field is zero).
+type Config struct {
+	Listen      string   `yaml:"listen"`       // client listener; default ":8080"
+	AdminListen string   `yaml:"admin_listen"` // metrics, health, purge; default "127.0.0.1:9090"
+	TLS         TLS      `yaml:"tls"`          // optional HTTPS listener for clients
+	Origins     []Origin `yaml:"origins"`      // at least one
+	Cache       Cache    `yaml:"cache"`
+	Key         Key      `yaml:"key"`
+	HTTP        HTTP     `yaml:"http"`
+	Limits      Limits   `yaml:"limits"`
+	Admin       Admin    `yaml:"admin"`
+	Log         Log      `yaml:"log"`
+}
+
+// TLS is the optional HTTPS listener. It is on when Listen is set, and
+// then CertFile and KeyFile (PEM) are required.
+type TLS struct {
+	Listen   string `yaml:"listen,omitempty"` // e.g. ":8443"; default off
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+}
+
+// Host header modes of an origin.
+const (
+	HostPreserve = "preserve" // send the client's Host (Varnish's default)
+	HostOrigin   = "origin"   // send the origin URL's host (object stores need it)
+)
+
+// Origin is one upstream. A request goes to the origin whose Hosts match
+// its Host header, else to the default origin, else it is refused.
+type Origin struct {
+	Name       string         `yaml:"name"`              // default: the URL's host; unique
+	URL        string         `yaml:"url"`               // http:// or https://, no path, query or user info
+	Hosts      []string       `yaml:"hosts,omitempty"`   // Host values routed here; "*.example.com" matches subdomains
+	Default    bool           `yaml:"default,omitempty"` // at most one; a lone origin is the default
+	HostHeader string         `yaml:"host_header"`       // preserve | origin; default preserve
+	CAFile     string         `yaml:"ca_file,omitempty"` // extra PEM roots for an https origin; verification stays on
+	Timeouts   OriginTimeouts `yaml:"timeouts"`
+	MaxConns   int            `yaml:"max_conns"` // connections to this origin; default 512
+}
+
+// OriginTimeouts bound the stages of an origin fetch. An elapsed connect
+// or read timeout answers 504.
+type OriginTimeouts struct {
+	Connect Duration `yaml:"connect"` // TCP (and TLS) connect; default 5s
+	Read    Duration `yaml:"read"`    // between bytes of the response; default 30s
+	Idle    Duration `yaml:"idle"`    // idle keep-alive connection lifetime; default 90s
+}
+
+// Cache configures the hybrid cache.
+type Cache struct {
+	Memory        Memory `yaml:"memory"`
+	Disk          Disk   `yaml:"disk"`
+	WritePolicy   string `yaml:"write_policy"`    // eviction | insertion; default eviction
+	Promote       *bool  `yaml:"promote"`         // copy disk hits into memory; default true
+	SliceSize     Size   `yaml:"slice_size"`      // bodies larger than this are stored in slices; default 1MiB
+	MaxObjectSize Size   `yaml:"max_object_size"` // larger bodies pass through uncached; default 256MiB
+}
+
+// Memory is the memory tier.
+type Memory struct {
+	Capacity Size   `yaml:"capacity"` // bytes of keys, headers and bodies; default 256MiB
+	Policy   string `yaml:"policy"`   // s3fifo | lru | fifo; default s3fifo
+}
+
+// Disk is the disk tier. It is off when Path is empty.
+type Disk struct {
+	Path         string    `yaml:"path"`        // block device or file; empty: memory only
+	Size         Size      `yaml:"size"`        // bytes to use; 0: the whole device (a file needs a size)
+	RegionSize   Size      `yaml:"region_size"` // unit of writing and eviction; default 16MiB
+	Flushers     int       `yaml:"flushers"`    // default 2
+	Reclaimers   int       `yaml:"reclaimers"`  // default 1
+	BufferSize   Size      `yaml:"buffer_size"` // each flusher's write buffer (two each); default 4MiB
+	Admission    Admission `yaml:"admission"`
+	Runtime      string    `yaml:"runtime"`       // disabled | unified | separated; default separated
+	ReadWorkers  int       `yaml:"read_workers"`  // default 8
+	WriteWorkers int       `yaml:"write_workers"` // default 2
+	Recovery     string    `yaml:"recovery"`      // none | quiet | strict; default quiet
+}
+
+// Admission decides what reaches the disk.
+type Admission struct {
+	Rate         Rate `yaml:"rate"`          // disk write budget; default 64MiB/s
+	Burst        Size `yaml:"burst"`         // token bucket depth; default 2 × region size
+	MinFrequency int  `yaml:"min_frequency"` // accesses before admission; default 0 (off)
+}
+
+// Key shapes the cache key (scheme, host, path and query by default).
+type Key struct {
+	IgnoreQuery    bool     `yaml:"ignore_query,omitempty"`    // drop the whole query
+	SortQuery      bool     `yaml:"sort_query,omitempty"`      // order parameters, so ?a=1&b=2 == ?b=2&a=1
+	IgnoreParams   []string `yaml:"ignore_params,omitempty"`   // drop these parameters (utm_source, ...)
+	IncludeHeaders []string `yaml:"include_headers,omitempty"` // add these request headers' values
+}
+
+// HTTP tunes RFC 9111 behaviour.
+type HTTP struct {
+	DefaultTTL        Duration `yaml:"default_ttl"`        // freshness of cacheable responses without any; default 0 (not stored)
+	HeuristicFraction float64  `yaml:"heuristic_fraction"` // of the Last-Modified age; default 0.1
+	HeuristicMax      Duration `yaml:"heuristic_max"`      // cap on heuristic freshness; default 24h
+	StoreSetCookie    bool     `yaml:"store_set_cookie"`   // store responses with Set-Cookie; default false
+	Grace             Duration `yaml:"grace"`              // serve stale this long when the origin fails; default 0
+	MaxVariants       int      `yaml:"max_variants"`       // stored Vary variants per URL; default 16
+}
+
+// Limits bound what clients may cost.
+type Limits struct {
+	MaxHeaderBytes  Size     `yaml:"max_header_bytes"` // request line and headers; over it: 431; default 16KiB
+	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
+	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
+	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
+	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m
+	IdleTimeout     Duration `yaml:"idle_timeout"`     // idle keep-alive connection; default 60s
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"` // drain on SIGTERM; default 30s
+}
+
+// Admin protects the admin listener's purge endpoint. Purge is off when
+// neither is set; metrics and health need no token.
+type Admin struct {
+	PurgeToken     string `yaml:"purge_token,omitempty"`      // bearer token
+	PurgeTokenFile string `yaml:"purge_token_file,omitempty"` // a file holding it (not both)
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error; default info
+	Format string `yaml:"format"` // text | json; default text
+}

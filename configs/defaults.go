@@ -1,0 +1,156 @@
+package configs
+
+import (
+	"net/url"
+	"time"
+)
+
+// Defaults of the fields whose zero value means "the default". default.yaml
+// spells out the same values; a test checks that they agree.
+const (
+	DefaultListen          = ":8080"
+	DefaultAdminListen     = "127.0.0.1:9090"
+	DefaultMemoryCapacity  = 256 * MiB
+	DefaultPolicy          = "s3fifo"
+	DefaultRegionSize      = 16 * MiB
+	DefaultBufferSize      = 4 * MiB
+	DefaultFlushers        = 2
+	DefaultReclaimers      = 1
+	DefaultAdmissionRate   = 64 * MiB
+	DefaultRuntime         = "separated"
+	DefaultReadWorkers     = 8
+	DefaultWriteWorkers    = 2
+	DefaultRecovery        = "quiet"
+	DefaultWritePolicy     = "eviction"
+	DefaultSliceSize       = 1 * MiB
+	DefaultMaxObjectSize   = 256 * MiB
+	DefaultOriginMaxConns  = 512
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultReadTimeout     = 30 * time.Second
+	DefaultIdleTimeout     = 90 * time.Second
+	DefaultHeuristicFrac   = 0.1
+	DefaultHeuristicMax    = 24 * time.Hour
+	DefaultMaxVariants     = 16
+	DefaultMaxHeaderBytes  = 16 * KiB
+	DefaultMaxConns        = 10000
+	DefaultMaxRequestBody  = 16 * MiB
+	DefaultClientRead      = 30 * time.Second
+	DefaultClientWrite     = 10 * time.Minute
+	DefaultClientIdle      = 60 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultLogLevel        = "info"
+	DefaultLogFormat       = "text"
+)
+
+// EnsureDefaults fills every zero field with its default and returns c.
+// It is idempotent. Negative values are left for Validate to report.
+func (c *Config) EnsureDefaults() *Config {
+	setStr(&c.Listen, DefaultListen)
+	setStr(&c.AdminListen, DefaultAdminListen)
+	for i := range c.Origins {
+		c.Origins[i].ensureDefaults()
+	}
+	if len(c.Origins) == 1 {
+		c.Origins[0].Default = true
+	}
+	c.Cache.ensureDefaults()
+	c.Key.IgnoreParams = nilIfEmpty(c.Key.IgnoreParams)
+	c.Key.IncludeHeaders = nilIfEmpty(c.Key.IncludeHeaders)
+	c.HTTP.ensureDefaults()
+	c.Limits.ensureDefaults()
+	setStr(&c.Log.Level, DefaultLogLevel)
+	setStr(&c.Log.Format, DefaultLogFormat)
+	return c
+}
+
+func (o *Origin) ensureDefaults() {
+	if o.Name == "" {
+		if u, err := url.Parse(o.URL); err == nil {
+			o.Name = u.Host
+		}
+	}
+	o.Hosts = nilIfEmpty(o.Hosts)
+	setStr(&o.HostHeader, HostPreserve)
+	setDur(&o.Timeouts.Connect, DefaultConnectTimeout)
+	setDur(&o.Timeouts.Read, DefaultReadTimeout)
+	setDur(&o.Timeouts.Idle, DefaultIdleTimeout)
+	setInt(&o.MaxConns, DefaultOriginMaxConns)
+}
+
+func (c *Cache) ensureDefaults() {
+	setSize(&c.Memory.Capacity, DefaultMemoryCapacity)
+	setStr(&c.Memory.Policy, DefaultPolicy)
+	d := &c.Disk
+	setSize(&d.RegionSize, DefaultRegionSize)
+	setSize(&d.BufferSize, min(DefaultBufferSize, int64(d.RegionSize)))
+	setInt(&d.Flushers, DefaultFlushers)
+	setInt(&d.Reclaimers, DefaultReclaimers)
+	if d.Admission.Rate == 0 {
+		d.Admission.Rate = Rate(DefaultAdmissionRate)
+	}
+	setSize(&d.Admission.Burst, 2*int64(d.RegionSize))
+	setStr(&d.Runtime, DefaultRuntime)
+	setInt(&d.ReadWorkers, DefaultReadWorkers)
+	setInt(&d.WriteWorkers, DefaultWriteWorkers)
+	setStr(&d.Recovery, DefaultRecovery)
+	setStr(&c.WritePolicy, DefaultWritePolicy)
+	if c.Promote == nil {
+		t := true
+		c.Promote = &t
+	}
+	setSize(&c.SliceSize, DefaultSliceSize)
+	setSize(&c.MaxObjectSize, DefaultMaxObjectSize)
+}
+
+func (h *HTTP) ensureDefaults() {
+	if h.HeuristicFraction == 0 {
+		h.HeuristicFraction = DefaultHeuristicFrac
+	}
+	setDur(&h.HeuristicMax, DefaultHeuristicMax)
+	setInt(&h.MaxVariants, DefaultMaxVariants)
+}
+
+func (l *Limits) ensureDefaults() {
+	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&l.MaxConns, DefaultMaxConns)
+	setSize(&l.MaxRequestBody, DefaultMaxRequestBody)
+	setDur(&l.ReadTimeout, DefaultClientRead)
+	setDur(&l.WriteTimeout, DefaultClientWrite)
+	setDur(&l.IdleTimeout, DefaultClientIdle)
+	setDur(&l.ShutdownTimeout, DefaultShutdownTimeout)
+}
+
+func setStr(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}
+
+func setInt(p *int, v int) {
+	if *p == 0 {
+		*p = v
+	}
+}
+
+func setSize(p *Size, v int64) {
+	if *p == 0 {
+		*p = Size(v)
+	}
+}
+
+func setDur(p *Duration, v time.Duration) {
+	if *p == 0 {
+		*p = Duration(v)
+	}
+}
+
+// PromoteEnabled reports Cache.Promote, true when unset.
+func (c *Cache) PromoteEnabled() bool { return c.Promote == nil || *c.Promote }
+
+// nilIfEmpty makes "[]" and an absent list the same Config.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
