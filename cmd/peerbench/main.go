@@ -90,14 +90,15 @@ type running struct {
 
 // runner owns one run: the processes, cgroups and the report.
 type runner struct {
-	o        *Options
-	tmp      string
-	benchDir string
-	ps       procs
-	cgroups  []*cgroup
-	origin   *builtinOrigin
-	live     []*running
-	rep      *report
+	o         *Options
+	tmp       string
+	benchDir  string
+	ps        procs
+	cgroups   []*cgroup
+	origin    *builtinOrigin
+	originURL string
+	live      []*running
+	rep       *report
 }
 
 func newRunner(o *Options, tmp string) *runner {
@@ -132,6 +133,11 @@ func (r *runner) run(ctx context.Context) error {
 	originURL, err := r.startOrigin(ctx)
 	if err != nil {
 		return err
+	}
+	r.originURL = originURL
+	r.rep.Origin = "bin/origin " + originURL
+	if r.origin != nil {
+		r.rep.Origin = "built-in " + originURL
 	}
 	fmt.Fprintf(os.Stderr, "peerbench: origin %s\n", originURL)
 	for _, s := range systems {

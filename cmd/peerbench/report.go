@@ -48,6 +48,7 @@ type report struct {
 	Disk      string            `json:"disk"`
 	Duration  string            `json:"duration"`
 	Baseline  string            `json:"baseline"`
+	Origin    string            `json:"origin"`  // "bin/origin URL" or "built-in URL"
 	Systems   map[string]string `json:"systems"` // name -> "running", "not built", ...
 	Cgroups   map[string]string `json:"cgroups"` // name -> limit, or why none
 	Scenarios map[string]string `json:"scenarios"`

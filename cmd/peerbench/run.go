@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,13 +161,30 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	return res
 }
 
-// originRequests is the built-in origin's request count, -1 with an
-// external origin (which we cannot count).
+// originRequests is the origin's request count: the built-in origin's
+// counter, or the "requests" of bin/origin's GET /_stats; -1 if unknown.
 func (r *runner) originRequests() int64 {
-	if r.origin == nil {
+	if r.origin != nil {
+		return r.origin.requests.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.originURL+"/_stats", nil)
+	if err != nil {
 		return -1
 	}
-	return r.origin.requests.Load()
+	resp, err := warmClient.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Requests *int64 `json:"requests"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st) != nil || st.Requests == nil {
+		return -1
+	}
+	return *st.Requests
 }
 
 func (r *runner) died(rn *running) string {
