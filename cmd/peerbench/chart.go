@@ -16,7 +16,9 @@ import (
 func writeChart(path string, rep *report) error {
 	var scen, peers []string
 	val := map[[2]string]float64{}
+	top := 1.0
 	for _, r := range rep.Ratios {
+		top = max(top, r.RPS)
 		scen = appendNew(scen, r.Scenario)
 		peers = appendNew(peers, r.Peer)
 		val[[2]string{r.Scenario, r.Peer}] = r.RPS
@@ -31,7 +33,7 @@ func writeChart(path string, rep *report) error {
 		p.Title.Text = fmt.Sprintf("no ratios: %s has no results in this run", rep.Baseline)
 		return p.Save(10*vg.Inch, 5*vg.Inch, path)
 	}
-	w := vg.Points(min(18, 60/float64(len(peers))))
+	w := vg.Points(min(22, 80/float64(len(peers))))
 	for i, peer := range peers {
 		vals := make(plotter.Values, len(scen))
 		for j, s := range scen {
@@ -53,6 +55,9 @@ func writeChart(path string, rep *report) error {
 	p.Add(parity)
 	p.Legend.Add("parity", parity)
 	p.NominalX(scen...)
+	// Room on both sides for the outer bars, above for the legend.
+	p.X.Min, p.X.Max = -0.6, float64(len(scen))-0.4
+	p.Y.Max = top * 1.3
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.Add(plotter.NewGrid())
