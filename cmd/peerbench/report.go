@@ -112,9 +112,15 @@ func printTable(w io.Writer, rep *report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scenario\tsystem\treq/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tCPU s/10k\tRSS MiB\tcg MiB\terr\torigin req\t%s/x req/s\t%s/x p99\t\n",
 		rep.Baseline, rep.Baseline)
+	var notes []string
 	for _, r := range rep.Results {
 		if r.Status != "ok" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.System, r.Status)
+			short := r.Status
+			if len(short) > 12 {
+				short = short[:12] + "…"
+				notes = append(notes, fmt.Sprintf("%s / %s: %s", r.Scenario, r.System, r.Status))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.System, short)
 			continue
 		}
 		rs, rp := "n/a", "n/a"
@@ -128,6 +134,9 @@ func printTable(w io.Writer, rep *report) {
 			r.PeakRSSMiB, r.CgroupPeakMB, r.Errors+int64(r.WarmErrors), originCount(r.OriginRequests), rs, rp)
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 func originCount(n int64) string {

@@ -140,11 +140,11 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	tag := fmt.Sprintf("%s-%d", s.Name, time.Now().UnixNano())
 	w, _, err := runWrk(ctx, wrkArgv(r.o, r.benchDir, rn.env.Listen, sc, tag), r.o.Duration)
 	cpu, orig := cpuSeconds(pid)-cpu0, r.originRequests()-orig0
-	if err != nil {
-		return result{Scenario: label, System: s.Name, Status: "failed: " + err.Error(), WarmErrors: warmErr}
-	}
 	if !rn.p.alive() {
 		return result{Scenario: label, System: s.Name, Status: r.died(rn)}
+	}
+	if err != nil {
+		return result{Scenario: label, System: s.Name, Status: "failed" + r.oomNote(rn) + ": " + err.Error(), WarmErrors: warmErr}
 	}
 	var cgPeak int64
 	if rn.cg != nil {
@@ -187,12 +187,15 @@ func (r *runner) originRequests() int64 {
 	return *st.Requests
 }
 
-func (r *runner) died(rn *running) string {
-	msg := "died"
+func (r *runner) died(rn *running) string { return "died" + r.oomNote(rn) }
+
+// oomNote names the OOM kills in the system's cgroup so far, if any (a
+// Varnish child killed for the limit is restarted by its manager).
+func (r *runner) oomNote(rn *running) string {
 	if rn.cg != nil {
 		if n := rn.cg.oomKills(); n > 0 {
-			msg = fmt.Sprintf("died (%d OOM kills in its cgroup)", n)
+			return fmt.Sprintf(" (%d OOM kills in its cgroup)", n)
 		}
 	}
-	return msg
+	return ""
 }
