@@ -9,7 +9,7 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-unit test-race e2e lint fuzz bench clean
+.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-peers clean
 
 all: build
 
@@ -71,6 +71,13 @@ bench:
 	  dir=$$(mktemp -d -p $$base blockdev-bench.XXXXXX) || exit 1; \
 	  $(BIN)/blockdev-bench -file $$dir/dev -size $(BENCHSIZE) -time $(BENCHTIME) -rounds $(BENCHROUNDS) -procs both; \
 	  rc=$$?; rm -rf $$dir; exit $$rc
+
+# bench-peers: strata beside nginx proxy_cache, Varnish and Traffic Server
+# on the sample origin (issue 7); installs the peers and wrk if missing.
+# SCENARIOS=1a,3 runs a subset; empty runs all.
+SCENARIOS ?=
+bench-peers: build
+	$(BIN)/peerbench -scenarios "$(SCENARIOS)"
 
 clean:
 	rm -rf $(BIN)
