@@ -32,8 +32,8 @@ import (
 // purge (latest) skips every check; only older records take the read lock
 // and look at their tags and key.
 //
-// Time is the Server's clock (Options.Now) in Unix nanoseconds, and
-// purges are ordered against records' RequestTime. Limit: if the wall
+// Time is the Server's clock (Options.Now) in Unix nanoseconds (0: none),
+// and purges are ordered against records' RequestTime. Limit: if the wall
 // clock steps back, records stored before the step may carry times after
 // a later purge and survive it; a purge issued after the clock caught up
 // again covers them.
@@ -66,12 +66,12 @@ func newPurgeTable(maxTags, maxPrefixes int, path string) *purgeTable {
 // purged reports whether a record requested at t (Unix ns) with key and
 // headers is covered by a purge. It does not allocate.
 func (p *purgeTable) purged(t int64, key []byte, headers []headerKV) bool {
-	if t > p.latest.Load() {
+	if latest := p.latest.Load(); latest == 0 || t > latest {
 		return false
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if t <= p.prefixFloor {
+	if p.prefixFloor != 0 && t <= p.prefixFloor {
 		return true
 	}
 	for _, pp := range p.prefixes {
@@ -81,7 +81,7 @@ func (p *purgeTable) purged(t int64, key []byte, headers []headerKV) bool {
 	}
 	hit := false
 	forEachTag(headers, func(tag []byte) bool {
-		if t <= p.tagFloor {
+		if p.tagFloor != 0 && t <= p.tagFloor {
 			hit = true
 		} else if at, ok := p.tags[string(tag)]; ok && t <= at {
 			hit = true
