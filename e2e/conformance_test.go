@@ -14,10 +14,12 @@ package e2e
 //	STRATA_CONFORMANCE_SUITE   the installed package's directory (required)
 //	STRATA_CONFORMANCE_OUT     write the raw results and the summary there
 //	STRATA_CONFORMANCE_UPDATE  =1: write the new scores as the baseline
+//	STRATA_CONFORMANCE_INPROC  =1: run proxy.Server in this process (over a
+//	                           memory-only hybrid.Cache) instead of the
+//	                           strata binary, e.g. to bisect a difference
 //
-// strata runs in process (proxy.Server over a memory-only hybrid.Cache,
-// default options) until the strata binary lands; the suite sees only its
-// HTTP behaviour, which is the same.
+// By default strata is the real binary (startStrata: embedded default
+// config, a cache file, -origin the suite's origin).
 
 import (
 	"bytes"
@@ -66,7 +68,12 @@ func TestConformance(t *testing.T) {
 	origin := startProcessOpts(t, procOpts{Env: []string{"npm_config_port=0", "npm_config_protocol=http",
 		"npm_config_pidfile=" + filepath.Join(t.TempDir(), "origin.pid")}},
 		node, filepath.Join(here, "origin.mjs"), suite)
-	base := startConformanceProxy(t, "http://"+origin.Addr)
+	var base string
+	if os.Getenv("STRATA_CONFORMANCE_INPROC") == "1" {
+		base = startConformanceProxy(t, "http://"+origin.Addr)
+	} else {
+		base = startStrata(t, strataOpts{Origin: "http://" + origin.Addr}).URL // the suite appends "/config/..." itself
+	}
 
 	results := runConformanceCLI(t, node, suite, base)
 	sum := summarizeConformance(t, node, suite, here, results)
