@@ -9,7 +9,7 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-peers clean
+.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-peers clean conformance
 
 all: build
 
@@ -37,6 +37,13 @@ test-race:
 
 e2e: build
 	$(GO) test -count=1 $(E2E)
+
+# conformance runs the public HTTP caching test suite (http-cache-tests,
+# installed at run time with npm) against strata and fails when a suite
+# passes fewer required tests than e2e/conformance/baseline.json; skipped
+# without Node.js. See e2e/conformance/run.sh.
+conformance:
+	@GO=$(GO) sh e2e/conformance/run.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

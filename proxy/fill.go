@@ -477,6 +477,7 @@ func (f *fill) finish() error {
 		rec = appendObject(rec[:0], &f.obj)
 		var kb [256]byte
 		f.s.store.Insert(metaKey(kb[:0], f.key), rec, f.expiry)
+		f.s.recordTags(f.key, &f.obj)
 		putSlab(rec)
 	}
 	f.mu.Lock()

@@ -96,6 +96,8 @@ type Options struct {
 	// PurgeToken enables the admin POST /purge behind "Authorization:
 	// Bearer <token>". Empty disables purge (403).
 	PurgeToken string `yaml:"purge_token"`
+	// Purge bounds and persists purges by tag and prefix.
+	Purge PurgeOptions `yaml:"purge"`
 	// Logger receives errors worth a look. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
 	// Registerer gets the proxy's metrics. Nil: no metrics.
@@ -120,6 +122,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.ReadTimeout, 30*time.Second)
 	setDefault(&o.ClientIdleTimeout, 60*time.Second)
 	setDefault(&o.ViaName, "strata")
+	o.Purge.EnsureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -170,6 +173,7 @@ func (o *Options) Validate() error {
 	if o.FillTimeout < 0 || o.FillLagWait < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")
 	}
+	errs = append(errs, o.Purge.Validate())
 	errs = append(errs, o.validateOrigins()...)
 	return errors.Join(errs...)
 }
