@@ -27,7 +27,7 @@ demo: build
 
 # test is what CI runs (.ci/run): lint, unit tests with invariants on,
 # the race detector over every package but e2e, and the e2e tests.
-test: lint test-unit test-race
+test: lint test-unit test-race conformance
 
 test-unit:
 	$(GO) test -tags invariants -count=1 $(PKGS)

@@ -43,17 +43,25 @@ const maxTokenFile = 4 << 10
 func (c *Config) Compose(logger *slog.Logger) (*Parts, error) {
 	var ps problems
 	p := &Parts{DevicePath: c.Cache.Disk.Path}
+	// Purges by tag and prefix are kept beside the cache device, so that
+	// they survive a restart as the device's contents do.
 	p.Device = blockdev.Options{Size: c.Cache.Disk.Size.Bytes(), Logger: logger}
 	p.Admission = c.admissionOptions()
 	p.Cache = c.cacheOptions(logger)
 	c.checkRegions(&ps)
 	p.Proxy = c.proxyOptions(&ps)
 	p.Proxy.Logger = logger
+	if p.DevicePath != "" {
+		p.Proxy.Purge.StateFile = p.DevicePath + ".purge"
+	}
 	checkPart(&ps, "cache.disk", p.Device.EnsureDefaults, p.Device.Validate)
 	checkPart(&ps, "cache.disk.admission", p.Admission.EnsureDefaults, p.Admission.Validate)
 	checkPart(&ps, "cache", func() { p.Cache.EnsureDefaults() }, p.Cache.Validate)
 	if p.DevicePath != "" { // hybrid checks the engine's options only with a device
 		checkPart(&ps, "cache.disk", func() { p.Cache.Disk.EnsureDefaults() }, p.Cache.Disk.Validate)
+	}
+	if len(c.Origins) == 0 {
+		ps.add("origins", "at least one origin is required (in the config or with -origin)")
 	}
 	checkPart(&ps, "origins", p.Proxy.EnsureDefaults, p.Proxy.Validate)
 	if err := ps.err(); err != nil {
@@ -163,10 +171,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 
 func originOptions(ps *problems, i int, org Origin) proxy.OriginOptions {
 	for k, h := range org.Hosts {
-		// The proxy's router matches whole host names, port ignored.
-		if strings.HasPrefix(h, "*.") {
-			ps.add(fmt.Sprintf("origins[%d].hosts[%d]", i, k), "wildcard host %q: the proxy routes exact host names only (for now)", h)
-		}
+		// The proxy's router matches host names, port ignored.
 		if _, _, err := net.SplitHostPort(h); err == nil {
 			ps.add(fmt.Sprintf("origins[%d].hosts[%d]", i, k), "host %q: the proxy routes by host name, ignoring the port: leave the port out", h)
 		}

@@ -61,7 +61,7 @@ func TestComposeProblems(t *testing.T) {
 		name, yaml, want string
 		line             int
 	}{
-		{"wildcard host", "origins:\n  - url: http://o:80\n    hosts: [\"*.a.test\"]\n    default: true\n", "origins[0].hosts[0]", 3},
+		{"no origins", "listen: \":80\"\n", "origins", 0},
 		{"host with port", "origins:\n  - url: http://o:80\n    hosts: [\"a.test:80\"]\n    default: true\n", "origins[0].hosts[0]", 3},
 		{"min frequency", "origins: [{url: http://o:80}]\ncache:\n  disk:\n    admission:\n      min_frequency: 20\n", "cache.disk.admission", 4},
 		{"too few regions", "origins: [{url: http://o:80}]\ncache:\n  disk:\n    path: /x\n    size: 64MiB\n", "cache.disk.size", 5},
@@ -90,6 +90,35 @@ func TestComposeProblems(t *testing.T) {
 				t.Errorf("problems %v, want field %s on line %d", ps, tc.want, tc.line)
 			}
 		})
+	}
+}
+
+// TestComposeOriginFlag: a config without origins is completed by -origin
+// (the flags apply after Load), and wildcard hosts are routed.
+func TestComposeOriginFlag(t *testing.T) {
+	c, err := Load([]byte("listen: \":80\"\ncache:\n  disk: {path: /tmp/x.cache}\n"), "t.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if err := c.Apply(Overrides{Origin: "http://127.0.0.1:8081"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compose(nil)
+	if err != nil {
+		t.Fatalf("Compose: %v", err)
+	}
+	if len(p.Proxy.Origins) != 1 || p.Proxy.Origins[0].URL != "http://127.0.0.1:8081" {
+		t.Fatalf("origins %+v", p.Proxy.Origins)
+	}
+	if p.Proxy.Purge.StateFile != "/tmp/x.cache.purge" {
+		t.Fatalf("purge state file %q", p.Proxy.Purge.StateFile)
+	}
+	c, err = Load([]byte("origins:\n  - url: http://o:80\n    hosts: [\"*.a.test\"]\n    default: true\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compose(nil); err != nil {
+		t.Fatalf("wildcard host refused: %v", err)
 	}
 }
 

@@ -47,6 +47,9 @@ const (
 func (c *Config) EnsureDefaults() *Config {
 	setStr(&c.Listen, DefaultListen)
 	setStr(&c.AdminListen, DefaultAdminListen)
+	if len(c.Origins) == 0 {
+		c.Origins = nil // "origins: []" and no key at all mean the same
+	}
 	for i := range c.Origins {
 		c.Origins[i].ensureDefaults()
 	}

@@ -120,8 +120,6 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`3: origins[1].hosts: an origin that is not the default needs hosts`}},
 		{"ca_file on http", "origins:\n  - url: http://a:1\n    ca_file: /x.pem\n",
 			[]string{`3: origins[0].ca_file: only for an https origin`}},
-		{"no origins", "listen: \":80\"\n",
-			[]string{`-: origins: at least one origin is required`}},
 		{"tls half set", good + "tls:\n  cert_file: c.pem\n",
 			[]string{`4: tls.listen: required`}},
 		{"two problems at once", good + `cache:

@@ -51,7 +51,8 @@ func (t *TLS) validate(ps *problems) {
 
 func validateOrigins(ps *problems, origins []Origin) {
 	if len(origins) == 0 {
-		ps.add("origins", "at least one origin is required")
+		// Not a problem yet: the -origin flag may supply one after Load.
+		// Compose, which runs after the flags, requires it.
 		return
 	}
 	names := map[string]int{}

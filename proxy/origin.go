@@ -156,7 +156,9 @@ func newRouter(opts []OriginOptions) (*router, error) {
 		}
 		r.all = append(r.all, o)
 		for _, h := range oo.Hosts {
-			r.byHost[strings.ToLower(h)] = o
+			// "*.example.com" is kept as ".example.com": pick tries a
+			// host's parent domains with their leading dot.
+			r.byHost[strings.TrimPrefix(strings.ToLower(h), "*")] = o
 		}
 		if oo.Default {
 			r.def = o
@@ -165,8 +167,10 @@ func newRouter(opts []OriginOptions) (*router, error) {
 	return r, nil
 }
 
-// pick returns the origin for host (port ignored, case-insensitive), or
-// the default, or nil.
+// pick returns the origin for host (port ignored, case-insensitive): an
+// exact Hosts entry, else the longest matching wildcard ("*.example.com"
+// matches every name under example.com, not example.com itself), else the
+// default, or nil.
 func (r *router) pick(host []byte) *origin {
 	if i := bytes.LastIndexByte(host, ':'); i >= 0 && !bytes.HasSuffix(host, []byte("]")) {
 		host = host[:i]
@@ -181,6 +185,14 @@ func (r *router) pick(host []byte) *origin {
 		}
 		if o, ok := r.byHost[string(buf[:n])]; ok {
 			return o
+		}
+		for i := 1; i < n; i++ {
+			if buf[i] != '.' {
+				continue
+			}
+			if o, ok := r.byHost[string(buf[i:n])]; ok {
+				return o
+			}
 		}
 	}
 	return r.def
