@@ -111,12 +111,17 @@ func TestRequestDirectives(t *testing.T) {
 	if r.StatusCode() != 504 {
 		t.Fatalf("only-if-cached on a miss: %d, want 504", r.StatusCode())
 	}
+	// A client has the whole body a moment before the fill commits it.
+	committed := func() { waitFor(t, func() bool { return p.srv.nfills.Load() == 0 }) }
 	p.get("/d")
+	committed()
 	p.clock.Advance(10 * time.Second)
 	r = p.get("/d", "Cache-Control", "max-age=5")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
+	committed()
 	r = p.get("/d", "Cache-Control", "no-cache")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=request; stored")
+	committed()
 	r = p.get("/d")
 	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 }
