@@ -135,8 +135,8 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 	case state == fetchRedirect:
 		if f := s.fills.joinExisting(st.key); f != nil {
 			s.serveFillRanged(ctx, o, cs, f, false)
-		} else {
-			s.miss(ctx, st, o, cs)
+		} else if c := s.lookup(ctx, st); c != csHitMemory && c != csHitDisk {
+			s.miss(ctx, st, o, cs) // the fill ended (stored or not) before we could join it
 		}
 	case errors.Is(err, errNoValidator):
 		f, leader := s.fills.join(s, st.key)
