@@ -37,6 +37,7 @@ type metrics struct {
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
 	fillLagged     prometheus.Counter
+	fillDetached   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_fill_lagged_total",
 			Help: "Readers cut off because they fell behind a fill and the store had dropped the bytes.",
 		}),
+		fillDetached: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_fill_detached_total",
+			Help: "Readers a stored fill stopped waiting for after fill_lag_wait; they read on from the store.",
+		}),
 	}
 	for i, name := range metricStatusNames {
 		m.requests[i] = requests.WithLabelValues(name)
@@ -82,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged} {
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one system in one scenario.
+type result struct {
+	Scenario string `json:"scenario"`
+	System   string `json:"system"`
+	// Status is "ok", or why there are no figures ("not built", "failed: ...").
+	Status     string `json:"status"`
+	Requests   int64  `json:"requests"`
+	Errors     int64  `json:"errors"`
+	WarmErrors int    `json:"warm_errors"`
+	// OriginRequests reached the origin during the measured run (-1:
+	// unknown): near 0 in hit scenarios, else the system is not caching.
+	OriginRequests int64   `json:"origin_requests"`
+	RPS            float64 `json:"requests_per_s"`
+	MiBps          float64 `json:"mib_per_s"`
+	P50ms          float64 `json:"p50_ms"`
+	P99ms          float64 `json:"p99_ms"`
+	P999ms         float64 `json:"p999_ms"`
+	CPUPer10k      float64 `json:"cpu_s_per_10k_req"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	CgroupPeakMB   float64 `json:"cgroup_peak_mib,omitempty"`
+}
+
+// ratio is the baseline's figure over a peer's, in one scenario: RPS > 1
+// and P99 < 1 mean the baseline is ahead.
+type ratio struct {
+	Scenario string  `json:"scenario"`
+	Peer     string  `json:"peer"`
+	RPS      float64 `json:"rps_ratio"`
+	P99      float64 `json:"p99_ratio"`
+}
+
+// report is the whole run, as written to bench/results/.
+type report struct {
+	Started   time.Time         `json:"started"`
+	Host      string            `json:"host"`
+	Mem       string            `json:"mem"`
+	Disk      string            `json:"disk"`
+	Duration  string            `json:"duration"`
+	Baseline  string            `json:"baseline"`
+	Origin    string            `json:"origin"`  // "bin/origin URL" or "built-in URL"
+	Systems   map[string]string `json:"systems"` // name -> "running", "not built", ...
+	Cgroups   map[string]string `json:"cgroups"` // name -> limit, or why none
+	Scenarios map[string]string `json:"scenarios"`
+	Results   []result          `json:"results"`
+	Ratios    []ratio           `json:"ratios"`
+}
+
+func newResult(sc scenario, sys string, w wrkResult, cpu float64, rss, cgPeak int64) result {
+	secs := float64(w.DurationUS) / 1e6
+	r := result{
+		Scenario: sc.ID + " " + sc.Name, System: sys, Status: "ok",
+		Requests: w.Requests, Errors: w.errors(),
+		RPS:   float64(w.Requests) / secs,
+		MiBps: float64(w.Bytes) / secs / (1 << 20),
+		P50ms: float64(w.P50US) / 1e3, P99ms: float64(w.P99US) / 1e3, P999ms: float64(w.P999US) / 1e3,
+		PeakRSSMiB: float64(rss) / (1 << 20),
+	}
+	if w.Requests > 0 {
+		r.CPUPer10k = cpu / float64(w.Requests) * 1e4
+	}
+	if cgPeak > 0 {
+		r.CgroupPeakMB = float64(cgPeak) / (1 << 20)
+	}
+	return r
+}
+
+// computeRatios pairs the baseline's ok result with each peer's in every
+// scenario.
+func computeRatios(results []result, baseline string) []ratio {
+	base := map[string]result{}
+	for _, r := range results {
+		if r.System == baseline && r.Status == "ok" {
+			base[r.Scenario] = r
+		}
+	}
+	var out []ratio
+	for _, r := range results {
+		b, ok := base[r.Scenario]
+		if !ok || r.System == baseline || r.Status != "ok" {
+			continue
+		}
+		out = append(out, ratio{Scenario: r.Scenario, Peer: r.System, RPS: div(b.RPS, r.RPS), P99: div(b.P99ms, r.P99ms)})
+	}
+	return out
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// printTable writes one row per system and scenario, with the baseline's
+// ratios on each peer's row.
+func printTable(w io.Writer, rep *report) {
+	rat := map[[2]string]ratio{}
+	for _, r := range rep.Ratios {
+		rat[[2]string{r.Scenario, r.Peer}] = r
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\tsystem\treq/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tCPU s/10k\tRSS MiB\tcg MiB\terr\torigin req\t%s/x req/s\t%s/x p99\t\n",
+		rep.Baseline, rep.Baseline)
+	var notes []string
+	for _, r := range rep.Results {
+		if r.Status != "ok" {
+			short := r.Status
+			if len(short) > 12 {
+				short = short[:12] + "…"
+				notes = append(notes, fmt.Sprintf("%s / %s: %s", r.Scenario, r.System, r.Status))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.System, short)
+			continue
+		}
+		rs, rp := "n/a", "n/a"
+		if q, ok := rat[[2]string{r.Scenario, r.System}]; ok {
+			rs, rp = fmt.Sprintf("%.2fx", q.RPS), fmt.Sprintf("%.2fx", q.P99)
+		} else if r.System == rep.Baseline {
+			rs, rp = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%d\t%s\t%s\t%s\t\n",
+			r.Scenario, r.System, r.RPS, r.MiBps, r.P50ms, r.P99ms, r.P999ms, r.CPUPer10k,
+			r.PeakRSSMiB, r.CgroupPeakMB, r.Errors+int64(r.WarmErrors), originCount(r.OriginRequests), rs, rp)
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+}
+
+func originCount(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+func writeJSON(path string, rep *report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
