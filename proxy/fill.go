@@ -183,18 +183,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 // runFill is the fill goroutine.
 func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPolicy) {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
-	defer func() {
-		if p := recover(); p != nil {
-			s.opts.Logger.Error("proxy: fill panicked", "panic", p)
-			f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
-		}
-		cancel()
-		s.fills.remove(f)
-		f.release()
-		s.nfills.Add(-1)
-		s.m.inflightFills.Dec()
-		s.wg.Done()
-	}()
+	defer s.endFill(f, cancel)
 	resp := fasthttp.AcquireResponse()
 	reqTime := s.opts.Now()
 	err := o.do(ctx, req, resp)
@@ -207,8 +196,30 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPo
 		f.fail(err)
 		return
 	}
+	s.fillFrom(ctx, f, resp, &rp, reqTime, respTime)
+}
+
+// endFill is the deferred end of a fill goroutine: it turns a panic into
+// a failure and gives back the fill's reference and slot.
+func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
+	if p := recover(); p != nil {
+		s.opts.Logger.Error("proxy: fill panicked", "panic", p)
+		f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
+	}
+	cancel()
+	s.fills.remove(f)
+	f.release()
+	s.nfills.Add(-1)
+	s.m.inflightFills.Dec()
+	s.wg.Done()
+}
+
+// fillFrom runs the fill from the origin's response (headers read, body
+// streaming); it takes ownership of resp. A slice fetch whose origin
+// ignored Range enters here too (adoptFill).
+func (s *Server) fillFrom(ctx context.Context, f *fill, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
 	var si StoreInfo
-	StoreDecision(&si, &rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	cl := int64(resp.Header.ContentLength())
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || resp.BodyStream() == nil {
 		f.setPrivate(resp) // the leader owns resp now
@@ -222,7 +233,7 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPo
 		f.cond.Broadcast()
 		f.mu.Unlock()
 	})
-	err = f.pump(ctx, body)
+	err := f.pump(ctx, body)
 	stop()
 	if err != nil {
 		s.countOriginError(err)

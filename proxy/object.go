@@ -36,6 +36,11 @@ const (
 	flagMustRevalidate = 1 << iota
 	flagHeuristic
 	flagInline
+	// flagPartial: the record was built from a 206 (issue 6): any of its
+	// slices may be missing and is then fetched from the origin with a
+	// Range request. Such a record never holds its body inline. Decoders
+	// before this flag refuse it (unknown flag bits), cleanly.
+	flagPartial
 )
 
 type headerKV struct{ Key, Value []byte }
@@ -51,13 +56,14 @@ type object struct {
 	AgeHeader                                              int64
 	Lifetime, StaleWhileRevalidate, StaleIfError           time.Duration
 	MustRevalidate, Heuristic                              bool
+	Partial                                                bool // flagPartial
 	ETag, Vary, VariantKey                                 []byte
 	Headers                                                []headerKV
 	Body                                                   []byte // inline body, when BodyLen <= SliceSize
 }
 
 // inline reports whether the body lives in the record.
-func (o *object) inline() bool { return o.BodyLen <= int64(o.SliceSize) }
+func (o *object) inline() bool { return !o.Partial && o.BodyLen <= int64(o.SliceSize) }
 
 // slices returns how many body slices the object has outside its record.
 func (o *object) slices() int {
@@ -110,6 +116,9 @@ func (o *object) flags() byte {
 	if o.inline() {
 		f |= flagInline
 	}
+	if o.Partial {
+		f |= flagPartial
+	}
 	return f
 }
 
@@ -154,12 +163,13 @@ func decodeObject(o *object, b []byte) error {
 func (o *object) decodeFixed(b []byte) error {
 	flags := b[4]
 	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
+	o.Partial = flags&flagPartial != 0
 	o.Status = int(binary.BigEndian.Uint16(b[5:]))
 	o.Gen = binary.BigEndian.Uint64(b[7:])
 	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
 	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
 	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
-		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>3 != 0 {
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>4 != 0 {
 		return fmt.Errorf("%w: record fields", ErrCorrupt)
 	}
 	p := 27

@@ -19,16 +19,17 @@ import (
 // the origins, answering from a Store. See the package doc for a
 // request's way through. Safe for concurrent use.
 type Server struct {
-	opts   Options
-	store  Store
-	router *router
-	m      *metrics
-	via    []byte // "1.1 <ViaName>"
-	cs     [csCount][]byte
-	fills  fillMap
-	nfills atomic.Int64
-	pool   sync.Pool // *reqState
-	purges purges
+	opts    Options
+	store   Store
+	router  *router
+	m       *metrics
+	via     []byte // "1.1 <ViaName>"
+	cs      [csCount][]byte
+	fills   fillMap
+	fetches fetchMap // slice fetches in flight (issue 6)
+	nfills  atomic.Int64
+	pool    sync.Pool // *reqState
+	purges  purges
 
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
@@ -70,6 +71,7 @@ func New(store Store, opts Options) (*Server, error) {
 	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.fills.init()
+	s.fetches.init()
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }
 	return s, nil
@@ -160,6 +162,9 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, fasthttp.StatusGatewayTimeout, "proxy: only-if-cached and not cached")
 		return
 	}
+	if s.rangeMiss(ctx, st, o, cs) {
+		return
+	}
 	s.miss(ctx, st, o, cs)
 }
 
@@ -233,6 +238,11 @@ func usable(o *object, rp *RequestPolicy, age time.Duration) use {
 // (and writes nothing) when the body's first slice is missing.
 func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) bool {
 	o := &st.obj
+	if o.Partial || len(ctx.Request.Header.PeekBytes(hdrRange)) > 0 {
+		if r := s.serveRanged(ctx, st, age, cs); r != rangeFull {
+			return r == rangeServed
+		}
+	}
 	var sr *sliceReader
 	if !o.inline() {
 		sr = s.openSlices(st.key, o)

@@ -1,0 +1,331 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"hash/maphash"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Ranges (issue 6). A GET or HEAD with a Range field is answered from
+// whatever holds the representation:
+//
+//   - a stored record (serveRanged): an inline body is cut in memory; a
+//     sliced one streams through a sliceSource, which reads only the
+//     slices the ranges cover and fetches missing ones from the origin;
+//   - no usable record (rangeMiss): a whole-object fill in flight is read
+//     at the range's offset (read-while-write); otherwise a slice fetch
+//     asks the origin for the slices of the first range only, and its
+//     206 creates (or joins) the object's partial record, then the
+//     response is served as from a stored record.
+//
+// rangesFor decides the status: 206 (one range → Content-Range; several →
+// multipart/byteranges), 416 with "Content-Range: bytes */size" when no
+// range is satisfiable, and 200 (the whole representation) when Range is
+// malformed, has more than MaxRanges specs, or If-Range does not hold.
+// A partial record without a Range is served whole (200) the same way.
+
+var hdrRange = []byte("Range")
+
+type rangeOutcome uint8
+
+const (
+	rangeServed rangeOutcome = iota // response written
+	rangeFull                       // not a range answer: serve the stored response as usual
+	rangeMissed                     // the record cannot serve it: take the miss path
+)
+
+// rangesFor returns the ranges to send of a representation of size bytes
+// and the status: 200 (ranges: all of it, none when empty), 206 or 416.
+func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]ByteRange, int) {
+	v := h.PeekBytes(hdrRange)
+	if len(v) > 0 && IfRange(h, etag, lm, date) {
+		rs, err := ParseRange(nil, v, size)
+		switch {
+		case err == nil:
+			return rs, fasthttp.StatusPartialContent
+		case errors.Is(err, ErrUnsatisfiableRange):
+			return nil, fasthttp.StatusRequestedRangeNotSatisfiable
+		}
+	}
+	if size == 0 {
+		return nil, fasthttp.StatusOK
+	}
+	return []ByteRange{{0, size - 1}}, fasthttp.StatusOK
+}
+
+// serveRanged answers from the record in st.obj when the request has a
+// Range or the record is partial.
+func (s *Server) serveRanged(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) rangeOutcome {
+	o := &st.obj
+	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
+	switch {
+	case code == fasthttp.StatusOK && !o.Partial:
+		return rangeFull
+	case code == fasthttp.StatusRequestedRangeNotSatisfiable:
+		s.writeUnsatisfied(ctx, o.BodyLen, cs)
+		return rangeServed
+	case o.inline():
+		s.writeInlineRanges(ctx, o, rs, age, cs)
+		return rangeServed
+	}
+	org := s.router.pick(ctx.Request.Header.Host())
+	if org == nil {
+		return rangeMissed
+	}
+	src, err := s.newSliceSource(st.key, appendObject(nil, o), s.fetchRequest(ctx, org, &st.rp))
+	if err != nil {
+		return rangeMissed
+	}
+	if len(rs) > 0 && !ctx.IsHead() {
+		if err := src.load(int(rs[0].Start/int64(o.SliceSize)), rs[0].End+1); err != nil {
+			src.close()
+			if originFailure(err) {
+				s.failOrigin(ctx, err)
+				return rangeServed
+			}
+			return rangeMissed
+		}
+	}
+	s.writeRanges(ctx, o.Headers, ageSecs(age), rs, code, o.BodyLen, src, cs)
+	return rangeServed
+}
+
+// originFailure reports whether err is the origin failing (502/504)
+// rather than a reason to take the miss path.
+func originFailure(err error) bool {
+	return errors.Is(err, ErrOriginTimeout) || errors.Is(err, ErrOriginUnreachable)
+}
+
+func ageSecs(age time.Duration) int64 { return int64(max(age, 0) / time.Second) }
+
+// rangeMiss serves a Range request that no usable record answers. It
+// returns false when the request should take the ordinary miss path
+// (no Range, malformed Range, too many fills, closing).
+func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) bool {
+	v := ctx.Request.Header.PeekBytes(hdrRange)
+	if len(v) == 0 || s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
+		return false
+	}
+	sz := int64(s.opts.SliceSize)
+	start, end, ok := rangeProbe(v, sz)
+	if !ok {
+		return false
+	}
+	if f := s.fills.joinExisting(st.key); f != nil {
+		s.serveFillRanged(ctx, o, cs, f, false)
+		return true
+	}
+	fr := s.fetchRequest(ctx, o, &st.rp)
+	var scratch []byte
+	sf := s.acquireFetch(st.key, int(start/sz), int((end-1)/sz), &fr, &scratch)
+	state, err := sf.waitHeaders()
+	if state == fetchReady {
+		s.serveFetched(ctx, st, fr, sf, int(start/sz), cs.stored())
+		return true
+	}
+	sf.release()
+	fasthttp.ReleaseRequest(fr.tmpl)
+	switch {
+	case state == fetchRedirect:
+		if f := s.fills.joinExisting(st.key); f != nil {
+			s.serveFillRanged(ctx, o, cs, f, false)
+		} else if c := s.lookup(ctx, st); c != csHitMemory && c != csHitDisk {
+			s.miss(ctx, st, o, cs) // the fill ended (stored or not) before we could join it
+		}
+	case errors.Is(err, errNoValidator):
+		f, leader := s.fills.join(s, st.key)
+		if leader {
+			s.startFill(ctx, f, o, &st.rp)
+		}
+		s.serveFillRanged(ctx, o, cs, f, leader)
+	case originFailure(err):
+		s.failOrigin(ctx, err)
+	default: // not storable, refused, odd answer: let the origin answer the client itself
+		s.pass(ctx, o, cs)
+	}
+	return true
+}
+
+// serveFetched answers from the record a slice fetch just created or
+// joined, reading slice idx from that fetch.
+func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchReq, sf *sliceFetch, idx int, cs cacheStatus) {
+	src, err := s.newSliceSource(st.key, appendObject(nil, &sf.obj), fr)
+	if err != nil { // cannot happen: the fetch decoded it
+		sf.release()
+		fasthttp.ReleaseRequest(fr.tmpl)
+		s.fail(ctx, fasthttp.StatusInternalServerError, "proxy: bad record")
+		return
+	}
+	src.adopt(sf, idx)
+	o := &src.obj
+	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
+	if code == fasthttp.StatusRequestedRangeNotSatisfiable {
+		src.close()
+		s.writeUnsatisfied(ctx, o.BodyLen, cs)
+		return
+	}
+	age := CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
+	s.writeRanges(ctx, o.Headers, ageSecs(age), rs, code, o.BodyLen, src, cs)
+}
+
+// serveFillRanged answers a Range request from a whole-object fill the
+// caller holds a reference to: at the range's offset as the body arrives.
+func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus, f *fill, leader bool) {
+	state, resp, err := f.waitHeaders(leader)
+	switch {
+	case state == fillFailed:
+		f.release()
+		s.failOrigin(ctx, err)
+		return
+	case state == fillPrivate && leader:
+		f.release()
+		s.writePass(ctx, resp, cs)
+		return
+	case state == fillPrivate:
+		f.release()
+		s.pass(ctx, o, cs)
+		return
+	}
+	if leader {
+		cs = cs.stored()
+	} else {
+		cs = csCollapsed
+	}
+	if f.declared < 0 {
+		s.serveFill(ctx, f, o, cs)
+		return
+	}
+	rs, code := rangesFor(&ctx.Request.Header, f.declared, f.obj.ETag, f.obj.LastModified, f.obj.Date)
+	switch code {
+	case fasthttp.StatusOK:
+		s.serveFill(ctx, f, o, cs)
+		return
+	case fasthttp.StatusRequestedRangeNotSatisfiable:
+		f.release()
+		s.writeUnsatisfied(ctx, f.declared, cs)
+		return
+	}
+	r := f.newReaderAt(rs[0].Start)
+	if r == nil {
+		s.pass(ctx, o, cs)
+		return
+	}
+	s.writeRanges(ctx, f.obj.Headers, f.obj.AgeHeader, rs, code, f.declared, &fillSource{r: r}, cs)
+}
+
+// rangeProbe returns the first byte a Range value asks for and the end
+// of its first range (exclusive), before the size is known. A suffix
+// range ("-500") needs the size: the probe is then the first slice.
+func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
+	rs, err := ParseRange(nil, v, math.MaxInt64)
+	if err != nil {
+		return 0, 0, false
+	}
+	start, end = rs[0].Start, rs[0].End+1
+	if start > maxBodyLen {
+		return 0, sz, true
+	}
+	return start, min(end, maxBodyLen), true
+}
+
+// writeUnsatisfied answers 416 (RFC 9110 §15.5.17).
+func (s *Server) writeUnsatisfied(ctx *fasthttp.RequestCtx, size int64, cs cacheStatus) {
+	resp := &ctx.Response
+	resp.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
+	resp.Header.SetBytesKV(hdrContentRange, AppendUnsatisfiedRange(nil, size))
+	s.finishHeaders(resp, cs)
+	resp.SetBody(nil)
+}
+
+// writeRanges writes the status, the stored headers and a rangeBody over
+// src (taking it).
+func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age int64, rs []ByteRange, code int, size int64, src rangeSource, cs cacheStatus) {
+	resp := &ctx.Response
+	resp.SetStatusCode(code)
+	writeHeaders(&resp.Header, hdrs)
+	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(age)))
+	b := &rangeBody{src: src, ranges: rs, size: size}
+	switch {
+	case code == fasthttp.StatusPartialContent && len(rs) == 1:
+		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], size))
+	case code == fasthttp.StatusPartialContent:
+		b.multi = true
+		b.ctype = storedContentType(hdrs)
+		b.boundary = newBoundary()
+		resp.Header.SetContentTypeBytes(append([]byte("multipart/byteranges; boundary="), b.boundary...))
+	}
+	s.finishHeaders(resp, cs)
+	resp.ImmediateHeaderFlush = true
+	resp.SetBodyStream(b, int(rangeLength(rs, b.multi, b.boundary, b.ctype, size)))
+}
+
+// writeInlineRanges answers ranges of an inline body, copied now.
+func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []ByteRange, age time.Duration, cs cacheStatus) {
+	resp := &ctx.Response
+	resp.SetStatusCode(fasthttp.StatusPartialContent)
+	writeHeaders(&resp.Header, o.Headers)
+	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
+	if len(rs) == 1 {
+		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], o.BodyLen))
+		resp.SetBody(o.Body[rs[0].Start : rs[0].End+1])
+	} else {
+		ctype := storedContentType(o.Headers)
+		boundary := newBoundary()
+		resp.Header.SetContentTypeBytes(append([]byte("multipart/byteranges; boundary="), boundary...))
+		var body []byte
+		for i, r := range rs {
+			body = AppendPartHeader(body, i == 0, boundary, ctype, r, o.BodyLen)
+			body = append(body, o.Body[r.Start:r.End+1]...)
+		}
+		resp.SetBody(AppendPartsEnd(body, boundary))
+	}
+	s.finishHeaders(resp, cs)
+	if !ctx.IsHead() {
+		s.m.responseBytes.Add(float64(len(resp.Body())))
+	}
+}
+
+// newBoundary returns a random multipart boundary (32 hex digits).
+func newBoundary() []byte {
+	var b [16]byte
+	for i := 0; i < 16; i += 8 {
+		u := rand.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(u >> (8 * j))
+		}
+	}
+	return []byte("strata-" + hex.EncodeToString(b[:]))
+}
+
+var hdrContentType = []byte("Content-Type")
+
+// storedContentType returns a copy of the Content-Type among hdrs, or nil.
+func storedContentType(hdrs []headerKV) []byte {
+	for _, h := range hdrs {
+		if bytes.EqualFold(h.Key, hdrContentType) {
+			return append([]byte(nil), h.Value...)
+		}
+	}
+	return nil
+}
+
+// joinExisting returns the fill running for key with a reference taken,
+// or nil; it never starts one.
+func (fm *fillMap) joinExisting(key []byte) *fill {
+	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	f := sh.m[string(key)]
+	if f != nil {
+		f.mu.Lock()
+		f.refs++
+		f.mu.Unlock()
+	}
+	return f
+}

@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+var hdrContentRange = []byte("Content-Range")
+
+// accept checks a 206 against the run it answers, then adopts or
+// replaces the object's record (under the key's record lock, so that
+// concurrent fetches of one object agree on one generation) and opens the
+// fetch to readers.
+func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) error {
+	s := sf.s
+	a, b, total, ok := parseContentRange(resp.Header.PeekBytes(hdrContentRange))
+	start := int64(sf.first) * sf.sz
+	end := min(int64(sf.last+1)*sf.sz, total) // exclusive
+	cl := resp.Header.ContentLength()
+	if !ok || a != start || total <= a || b != end-1 || (cl >= 0 && int64(cl) != end-start) {
+		return fmt.Errorf("%w: Content-Range %q for slices %d-%d", errRangeRefused,
+			resp.Header.PeekBytes(hdrContentRange), sf.first, sf.last)
+	}
+	var si StoreInfo
+	StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
+		return errNotStorable
+	}
+	var cand object
+	rec := sf.buildRecord(&cand, resp, &si, total, reqTime, respTime)
+	if !hasValidator(&cand) {
+		putSlab(rec)
+		return errNoValidator
+	}
+	rec = s.adoptRecord(sf.key, rec, &cand)
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	sf.rec = rec
+	if err := decodeObject(&sf.obj, sf.rec); err != nil {
+		return err // cannot happen: we encoded or checked it
+	}
+	keep := max(sf.obj.StaleWhileRevalidate, sf.obj.StaleIfError, s.opts.Policy.Grace)
+	sf.expiry = sf.obj.ResponseTime.Add(sf.obj.Lifetime + keep)
+	sf.want = end - start
+	sf.bufs = make([][]byte, (sf.want+sf.sz-1)/sf.sz)
+	sf.state = fetchReady
+	sf.cond.Broadcast()
+	return nil
+}
+
+// buildRecord fills o as the partial record of the object a 206 is part
+// of and returns its encoding (a slab); o borrows it.
+func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreInfo, total int64, reqTime, respTime time.Time) []byte {
+	o.Status = fasthttp.StatusOK
+	o.Partial = true
+	o.Gen = rand.Uint64()
+	o.SliceSize = int(sf.sz)
+	o.BodyLen = total
+	o.RequestTime, o.ResponseTime = reqTime, respTime
+	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
+	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
+	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
+	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
+	o.MustRevalidate = si.MustRevalidate
+	var buf []byte
+	o.Headers, buf = copyResponseHeaders(nil, nil, &resp.Header)
+	kept := o.Headers[:0]
+	for _, h := range o.Headers {
+		if !bytes.EqualFold(h.Key, hdrContentRange) {
+			kept = append(kept, h)
+		}
+	}
+	o.Headers = kept
+	o.ETag = si.ETag // borrowed from resp until encoded below
+	rec := getSlab(objectFixedLen + len(buf) + len(si.ETag) + 16 + 6*len(o.Headers))
+	rec = appendObject(rec[:0], o)
+	_ = decodeObject(o, rec) // o now borrows rec, not resp
+	return rec
+}
+
+// adoptRecord returns the record the object's slices are to be written
+// under, inserted: cand's (encoded in rec), with the stored record's
+// generation when that one describes the same representation (same
+// validator, size and slice size), so that its slices stay valid and its
+// freshness is renewed by this response (RFC 9111 §3.4, §4.3.4); with a
+// new generation otherwise (the object changed: its old slices are never
+// served again).
+func (s *Server) adoptRecord(key, rec []byte, cand *object) []byte {
+	mu := s.fetches.recLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	var kb [256]byte
+	mk := metaKey(kb[:0], key)
+	old, _, ok := s.store.Get(mk, nil)
+	var o object
+	if ok && decodeObject(&o, old) == nil && o.Status == fasthttp.StatusOK && !o.inline() &&
+		o.BodyLen == cand.BodyLen && o.SliceSize == cand.SliceSize && sameValidator(&o, cand) {
+		cand.Gen = o.Gen
+		again := appendObject(getSlab(len(rec)), cand) // cand borrows rec: encode into a new buffer
+		putSlab(rec)
+		rec = again
+		_ = decodeObject(cand, rec)
+	}
+	keep := max(cand.StaleWhileRevalidate, cand.StaleIfError, s.opts.Policy.Grace)
+	s.store.Insert(mk, rec, cand.ResponseTime.Add(cand.Lifetime+keep))
+	return rec
+}
+
+// recLock returns the mutex serialising record adoption for key.
+func (fm *fetchMap) recLock(key []byte) *recMutex {
+	return &fm.recMu[maphash.Bytes(fm.seed, key)%uint64(len(fm.recMu))]
+}
+
+// hasValidator reports whether o has a validator strong enough to join
+// parts fetched at different times (RFC 9110 §8.8.1, §14.3 via RFC 9111
+// §3.4): a strong ETag, or a Last-Modified at least 60 s before Date.
+func hasValidator(o *object) bool {
+	return ETagMatchStrong(o.ETag, o.ETag) ||
+		(len(o.ETag) == 0 && !o.LastModified.IsZero() && !o.Date.IsZero() && o.Date.Sub(o.LastModified) >= time.Minute)
+}
+
+// sameValidator reports whether a and b name the same representation:
+// both have a validator (hasValidator) and their ETags (if any) match
+// strongly, or, without ETags, their Last-Modified are equal.
+func sameValidator(a, b *object) bool {
+	if !hasValidator(a) || !hasValidator(b) {
+		return false
+	}
+	if len(a.ETag) > 0 || len(b.ETag) > 0 {
+		return ETagMatchStrong(a.ETag, b.ETag)
+	}
+	return a.LastModified.Equal(b.LastModified)
+}
+
+// parseContentRange parses a single-part Content-Range value
+// "bytes first-last/complete" (RFC 9110 §14.4). An unknown complete
+// length ("*"), an unsatisfied-range form, or last < first is refused.
+func parseContentRange(v []byte) (first, last, complete int64, ok bool) {
+	sp := varyTrim(v, varySpan{0, len(v)})
+	v = v[sp.s:sp.e]
+	if len(v) < 6 || !ccEqualFold(v[:5], "bytes") || v[5] != ' ' {
+		return 0, 0, 0, false
+	}
+	rng, size, found := keyCut(v[6:], '/')
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, dash := keyCut(rng, '-')
+	if !dash {
+		return 0, 0, 0, false
+	}
+	first, ok1 := rangeNumber(a)
+	last, ok2 := rangeNumber(b)
+	complete, ok3 := rangeNumber(size)
+	if !ok1 || !ok2 || !ok3 || last < first || last >= complete || complete == 1<<63-1 {
+		return 0, 0, 0, false
+	}
+	return first, last, complete, true
+}
