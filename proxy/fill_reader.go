@@ -46,7 +46,7 @@ func (r *fillReader) Read(p []byte) (int, error) {
 			f.mu.Unlock()
 			return 0, err
 		}
-		if r.pos < f.received {
+		if r.pos < f.visible() {
 			break
 		}
 		if f.done {
@@ -65,6 +65,18 @@ func (r *fillReader) Read(p []byte) (int, error) {
 	}
 	f.mu.Unlock()
 	return r.readStored(p, idx, off)
+}
+
+// visible is how far readers may read: everything received, except that
+// the last byte of a body with a declared length is held back until the
+// fill has committed. A client that has the whole body then finds the
+// object in the store on its next request, instead of racing the commit
+// (and joining a fill that is about to end). REQUIRES: f.mu held.
+func (f *fill) visible() int64 {
+	if !f.done && f.declared > 0 && f.received >= f.declared {
+		return f.declared - 1
+	}
+	return f.received
 }
 
 // advance moves the reader on. REQUIRES: f.mu held.
