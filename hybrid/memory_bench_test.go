@@ -32,7 +32,7 @@ func TestMemoryOverhead(t *testing.T) {
 	if memRace || testing.Short() {
 		t.Skip("measurement: off under -race and -short")
 	}
-	const n, size = 100_000, 48 // 64-byte entries: one block each
+	const n, size = 100_000, 24 // 16-byte key, header: 64 bytes, one block each
 	charge := int64(64 + 4 + memEntryOverhead)
 	var before, after runtime.MemStats
 	// Twice: garbage of earlier tests with cleanups needs a second cycle.
