@@ -27,17 +27,23 @@ import (
 // for each other; LRU takes the write lock to move the entry.
 //
 // Memory layout. Nothing per entry is a Go object with pointers: a shard
-// has a map[uint64]uint32 from hash to slot number, pages of pointer-free
-// slots (hash, expiry, sizes, queue links, hit count) and an arena of
-// fixed-size blocks in large off-heap chunks holding key and value bytes
-// (see memArena). The garbage collector's work is therefore independent of
-// the entry count. A hit compares the stored key bytes, so a 64-bit hash
-// collision is a miss, never a wrong answer; a Set whose hash collides with
-// another key's replaces that entry.
+// has a map[uint64]memRef from hash to slot number and first block, pages
+// of pointer-free slots (hash, expiry, sizes, queue links) used by the
+// write side, and an arena of fixed-size blocks in large off-heap chunks
+// (see memArena). An entry's blocks hold a 24-byte memHeader (expiry,
+// sizes, hit count, a contiguity flag), then the key, then the value. A hit
+// therefore touches the index and the entry's own blocks only: two
+// dependent cache misses, not three (the slot) or four (the chain links);
+// when the chain is one run of blocks, as it almost always is, key compare
+// and value copy are single slice operations. The garbage collector's work
+// is independent of the entry count. A hit compares the stored key bytes,
+// so a 64-bit hash collision is a miss, never a wrong answer; a Set whose
+// hash collides with another key's replaces that entry.
 //
 // Bytes. Capacity bounds the bytes charged: for each entry its blocks
-// (whole blocks, so the unused tail of the last one counts), 4 bytes of
-// chain link per block, and memEntryOverhead for slot, index and ghost.
+// (whole blocks holding header, key and value, so the unused tail of the
+// last one counts), 4 bytes of chain link per block, and memEntryOverhead
+// for slot, index and ghost.
 // Bytes() ≤ Capacity at all times; the RAM used beyond it is the unfilled
 // part of each shard's last chunk (mapped lazily, so untouched pages cost
 // nothing) and the slack of map growth.
@@ -209,7 +215,7 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 		return false
 	}
 	s.sets.Add(1)
-	s.slot(s.index[h]).clean = true
+	s.slot(s.index[h].slot()).clean = true
 	return true
 }
 

@@ -1,5 +1,10 @@
 package hybrid
 
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
 // memArena holds the key and value bytes of one memory-tier shard.
 //
 // The bytes live in fixed-size blocks carved out of large chunks (anonymous
@@ -52,11 +57,6 @@ func newMemArena(blockSize int, share int64) memArena {
 		a.chunkShift++
 	}
 	return a
-}
-
-// blocksFor returns how many blocks n bytes occupy.
-func (a *memArena) blocksFor(n int) int {
-	return (n + a.bs - 1) >> a.bsShift
 }
 
 // alloc takes n blocks, chains them and returns the first and last (memNil,
@@ -144,6 +144,56 @@ func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
 		n = limit
 	}
 	return c[off : off+n : off+n], a.next[b]
+}
+
+// memHeader opens an entry's first block: what a hit needs, so that a hit
+// reads the index and then this one block, never the slot. It sits at
+// offset 0 of a block (blocks are ≥ 64 bytes and 64-byte aligned), so it
+// never straddles two blocks and its atomic word is aligned.
+type memHeader struct {
+	expiry int64  // unix nanoseconds, 0 for none
+	klen   uint32 // key bytes after the header
+	vlen   uint32 // value bytes after the key
+	// freq is S3-FIFO's hit count (see memSlot), bumped under the read lock.
+	freq atomic.Uint32
+	// contig is 1 when the chain is one run of consecutive blocks in one
+	// chunk, so that header, key and value are one slice (see run).
+	contig uint32
+}
+
+// memHeaderSize is the bytes the header takes in front of the key.
+const memHeaderSize = int(unsafe.Sizeof(memHeader{}))
+
+// header returns the header in block b. The arena memory holds no Go
+// pointers, and the chunk outlives every use (chunks are freed only by
+// releaseAll, under the shard's write lock).
+func (a *memArena) header(b uint32) *memHeader {
+	c := a.chunks[b>>a.chunkShift]
+	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
+	return (*memHeader)(unsafe.Pointer(&c[off]))
+}
+
+// run returns the n bytes starting at block b. REQUIRES: the chain from b
+// is contiguous (memHeader.contig) and at least n bytes long.
+func (a *memArena) run(b uint32, n int) []byte {
+	c := a.chunks[b>>a.chunkShift]
+	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
+	return c[off : off+n : off+n]
+}
+
+// contiguous reports whether the chain of n blocks from first is one run of
+// consecutive blocks in one chunk.
+func (a *memArena) contiguous(first uint32, n int) bool {
+	chunkMask := uint32(1)<<a.chunkShift - 1
+	if int(first&chunkMask)+n > int(chunkMask)+1 {
+		return false
+	}
+	for b, i := first, 1; i < n; b, i = b+1, i+1 {
+		if a.next[b] != b+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseAll unmaps every chunk; the arena is unusable afterwards.

@@ -32,7 +32,7 @@ func TestMemoryOverhead(t *testing.T) {
 	if memRace || testing.Short() {
 		t.Skip("measurement: off under -race and -short")
 	}
-	const n, size = 100_000, 48 // 64-byte entries: one block each
+	const n, size = 100_000, 24 // 16-byte key, header: 64 bytes, one block each
 	charge := int64(64 + 4 + memEntryOverhead)
 	var before, after runtime.MemStats
 	// Twice: garbage of earlier tests with cleanups needs a second cycle.
@@ -72,15 +72,19 @@ func BenchmarkMemoryGC(b *testing.B) {
 	const n, size = 1_000_000, 100
 	b.Run("empty", memReportGC)
 	b.Run("Memory", func(b *testing.B) {
-		m, err := NewMemory(MemoryOptions{Capacity: n * (2*(64+4) + memEntryOverhead) * 11 / 10, BlockSize: 64})
+		o := MemoryOptions{BlockSize: 64}
+		o.Capacity = n * (&memConfig{block: o.BlockSize}).charge(16+size) * 11 / 10
+		m, err := NewMemory(o)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer m.Close()
 		memFill(m, n, size)
-		b.ReportMetric(float64(m.Len()), "entries")
-		b.ReportMetric(float64(m.Bytes())/float64(m.Len()), "B/entry")
 		memReportGC(b)
+		if m.Len() != n {
+			b.Fatalf("%d of %d entries held", m.Len(), n)
+		}
+		b.ReportMetric(float64(m.Bytes())/float64(m.Len()), "B/entry")
 		runtime.KeepAlive(m)
 	})
 	b.Run("map[string][]byte", func(b *testing.B) {
@@ -90,7 +94,6 @@ func BenchmarkMemoryGC(b *testing.B) {
 			k = memBenchKey(k, uint64(i))
 			mp[string(k)] = make([]byte, size)
 		}
-		b.ReportMetric(float64(len(mp)), "entries")
 		memReportGC(b)
 		runtime.KeepAlive(mp)
 	})

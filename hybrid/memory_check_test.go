@@ -39,16 +39,16 @@ func (s *memShard) check() error {
 			if sl.prev != prev || int(sl.queue) != qi {
 				return fmt.Errorf("queue %d slot %d: prev %d want %d, queue %d", qi, i, sl.prev, prev, sl.queue)
 			}
-			if v, ok := s.index[sl.hash]; !ok || v != i {
-				return fmt.Errorf("slot %d: index[%x] = %d, %v", i, sl.hash, v, ok)
-			}
-			if f := sl.freq.Load(); f > memMaxFreq {
-				return fmt.Errorf("slot %d: freq %d", i, f)
+			if v, ok := s.index[sl.hash]; !ok || v != memRefOf(i, sl.first) {
+				return fmt.Errorf("slot %d: index[%x] = %#x, %v", i, sl.hash, v, ok)
 			}
 			if err := s.checkChain(sl); err != nil {
 				return fmt.Errorf("slot %d: %w", i, err)
 			}
-			blocks += s.arena.blocksFor(int(sl.klen + sl.vlen))
+			if err := s.checkHeader(sl); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
+			}
+			blocks += s.blocksOf(sl)
 			n++
 			bytes += s.chargeOf(sl)
 			prev = i
@@ -64,7 +64,10 @@ func (s *memShard) check() error {
 	}
 	live := 0
 	for _, v := range s.index {
-		if v&memGhostBit == 0 {
+		if v != memGhostRef && v.ghost() {
+			return fmt.Errorf("ghost index value %#x", v)
+		}
+		if !v.ghost() {
 			live++
 		}
 	}
@@ -84,7 +87,7 @@ func (s *memShard) check() error {
 }
 
 func (s *memShard) checkChain(sl *memSlot) error {
-	want := s.arena.blocksFor(int(sl.klen + sl.vlen))
+	want := s.blocksOf(sl)
 	n, last := 0, memNil
 	for b := sl.first; b != memNil; b = s.arena.next[b] {
 		if b >= s.arena.fresh || n > want {
@@ -94,6 +97,23 @@ func (s *memShard) checkChain(sl *memSlot) error {
 	}
 	if n != want || last != sl.last {
 		return fmt.Errorf("chain: %d blocks ending %d, want %d ending %d", n, last, want, sl.last)
+	}
+	return nil
+}
+
+// checkHeader compares the entry's header with its slot.
+func (s *memShard) checkHeader(sl *memSlot) error {
+	hd := s.arena.header(sl.first)
+	contig := uint32(0)
+	if s.arena.contiguous(sl.first, s.blocksOf(sl)) {
+		contig = 1
+	}
+	if hd.expiry != sl.expiry || hd.klen != sl.klen || hd.vlen != sl.vlen || hd.contig != contig {
+		return fmt.Errorf("header %d/%d/%d/%d, slot %d/%d/%d, contiguous %d",
+			hd.expiry, hd.klen, hd.vlen, hd.contig, sl.expiry, sl.klen, sl.vlen, contig)
+	}
+	if f := hd.freq.Load(); f > memMaxFreq {
+		return fmt.Errorf("freq %d", f)
 	}
 	return nil
 }

@@ -32,19 +32,19 @@ func (s *memShard) victim() (uint32, bool) {
 		}
 		if small.n > 0 && (main.n == 0 || small.bytes*100 > s.cfg.share*memSmallPercent) {
 			i := small.tail
-			sl := s.slot(i)
-			if sl.freq.Load() == 0 {
+			freq := &s.arena.header(s.slot(i).first).freq
+			if freq.Load() == 0 {
 				return i, true
 			}
-			sl.freq.Store(0)
+			freq.Store(0)
 			s.unlink(i)
 			s.pushHead(memQMain, i)
 			continue
 		}
 		i := main.tail
-		sl := s.slot(i)
-		if f := sl.freq.Load(); f > 0 {
-			sl.freq.Store(f - 1)
+		freq := &s.arena.header(s.slot(i).first).freq
+		if f := freq.Load(); f > 0 {
+			freq.Store(f - 1)
 			s.unlink(i)
 			s.pushHead(memQMain, i)
 			continue
@@ -87,7 +87,12 @@ func (s *memShard) borrow(sl *memSlot) (key, value []byte) {
 	if n == 0 {
 		return []byte{}, []byte{}
 	}
-	c := s.arena.cursor(sl.first, n)
+	if s.arena.header(sl.first).contig != 0 {
+		p := s.arena.run(sl.first, memHeaderSize+n)[memHeaderSize:]
+		return p[:k:k], p[k:n:n]
+	}
+	c := s.arena.cursor(sl.first, memHeaderSize+n)
+	c.skip(memHeaderSize)
 	p := c.take(n)
 	if len(p) < n {
 		s.scratch = append(append(s.scratch[:0], p...), make([]byte, n-len(p))...)
@@ -121,7 +126,7 @@ func (s *memShard) addGhost(h uint64) {
 	g.ring[(g.head+g.n)%len(g.ring)] = h
 	g.n++
 	if _, live := s.index[h]; !live {
-		s.index[h] = memGhostBit
+		s.index[h] = memGhostRef
 	}
 }
 
@@ -130,7 +135,7 @@ func (s *memShard) popGhost() {
 	h := g.ring[g.head]
 	g.head = (g.head + 1) % len(g.ring)
 	g.n--
-	if v, ok := s.index[h]; ok && v == memGhostBit {
+	if v, ok := s.index[h]; ok && v == memGhostRef {
 		delete(s.index, h)
 	}
 }

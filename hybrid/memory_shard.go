@@ -6,21 +6,36 @@ import (
 	"sync/atomic"
 )
 
-// memSlot describes one entry. It holds no pointers, so the slot pages are
-// never scanned by the garbage collector.
+// memSlot describes one entry for the write side: queues, eviction,
+// removal. It holds no pointers, so the slot pages are never scanned by the
+// garbage collector. expiry, klen and vlen repeat the entry's memHeader
+// (immutable after insert) so that eviction need not read the arena; the
+// S3-FIFO hit count lives only in the header, where hits bump it.
 type memSlot struct {
 	hash   uint64
 	expiry int64  // unix nanoseconds, 0 for none
-	first  uint32 // first block of the key+value chain, memNil if empty
+	first  uint32 // first block of the header+key+value chain
 	last   uint32 // last block of the chain
 	klen   uint32
 	vlen   uint32
-	prev   uint32        // towards the head (newer) of its queue
-	next   uint32        // towards the tail (older); free-list link when free
-	freq   atomic.Uint32 // S3-FIFO: hits since (re)insertion, capped at memMaxFreq
-	queue  uint8         // memQSmall, memQMain or memQFree
-	clean  bool          // a copy of what a lower tier holds: not offered to OnEvict
+	prev   uint32 // towards the head (newer) of its queue
+	next   uint32 // towards the tail (older); free-list link when free
+	queue  uint8  // memQSmall, memQMain or memQFree
+	clean  bool   // a copy of what a lower tier holds: not offered to OnEvict
 }
+
+// memRef is an index value: the slot number in the low 32 bits (or
+// memGhostBit alone for a ghost) and the entry's first block in the high 32
+// bits. A hit goes from the index straight to the block (issue 4: three
+// dependent cache misses per hit became two).
+type memRef uint64
+
+const memGhostRef = memRef(memGhostBit)
+
+func memRefOf(slot, block uint32) memRef { return memRef(block)<<32 | memRef(slot) }
+func (r memRef) slot() uint32            { return uint32(r) }
+func (r memRef) block() uint32           { return uint32(r >> 32) }
+func (r memRef) ghost() bool             { return uint32(r)&memGhostBit != 0 }
 
 // Queues. FIFO and LRU keep every entry in memQMain.
 const (
@@ -42,8 +57,8 @@ const (
 	memSmallPercent = 10
 )
 
-// memEntryOverhead is the fixed charge per entry on top of its blocks: the
-// 48-byte slot, its index map entry and, for S3-FIFO, the ghost that may
+// memEntryOverhead is the fixed charge per entry on top of its blocks
+// (which hold the memHeader too): the 48-byte slot, its index map entry and, for S3-FIFO, the ghost that may
 // outlive it (an 8-byte ring cell and another map entry). A Swiss map costs
 // 17 bytes per slot at 7/16 to 7/8 load, so the two map entries cost 39-78
 // bytes. TestMemoryOverhead measures the heap really used per entry (120-135
@@ -91,7 +106,7 @@ type memConfig struct {
 type memShard struct {
 	mu       sync.RWMutex
 	cfg      *memConfig
-	index    map[uint64]uint32 // hash → slot number, or memGhostBit
+	index    map[uint64]memRef // hash → slot and first block, or memGhostRef
 	pages    [][]memSlot
 	nslots   uint32 // slots ever handed out
 	freeSlot uint32 // head of the free slot list
@@ -111,7 +126,7 @@ type memShard struct {
 
 func (s *memShard) init(cfg *memConfig) {
 	s.cfg = cfg
-	s.index = make(map[uint64]uint32)
+	s.index = make(map[uint64]memRef)
 	s.freeSlot = memNil
 	s.arena = newMemArena(cfg.block, cfg.share)
 	for i := range s.q {
@@ -124,39 +139,64 @@ func (s *memShard) slot(i uint32) *memSlot {
 }
 
 // charge returns the bytes an entry of n key+value bytes is charged: its
-// whole blocks, their chain links and the fixed overhead.
+// whole blocks (header included), their chain links and the fixed overhead.
 func (c *memConfig) charge(n int) int64 {
-	blocks := int64((n + c.block - 1) / c.block)
-	return blocks*int64(c.block+4) + memEntryOverhead
+	return int64(c.blocks(n))*int64(c.block+4) + memEntryOverhead
+}
+
+// blocks returns how many blocks an entry of n key+value bytes occupies.
+func (c *memConfig) blocks(n int) int {
+	return (memHeaderSize + n + c.block - 1) / c.block
 }
 
 func (s *memShard) chargeOf(sl *memSlot) int64 {
 	return s.cfg.charge(int(sl.klen) + int(sl.vlen))
 }
 
-// lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
-func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
-	i, ok := s.index[h]
-	if !ok || i&memGhostBit != 0 {
-		return 0, nil, false
-	}
-	sl := s.slot(i)
-	if int(sl.klen) != len(key) {
-		return 0, nil, false
-	}
-	c := s.arena.cursor(sl.first, int(sl.klen))
-	if !c.equal(key) {
-		return 0, nil, false
-	}
-	return i, sl, true
+func (s *memShard) blocksOf(sl *memSlot) int {
+	return s.cfg.blocks(int(sl.klen) + int(sl.vlen))
 }
 
-// appendValue appends sl's value to dst. REQUIRES: s.mu held.
-func (s *memShard) appendValue(dst []byte, sl *memSlot) []byte {
-	n := int(sl.vlen)
+// find returns the index value and header of key's live entry under hash
+// h. It reads the index and the entry's first block (all of the entry when
+// it is contiguous), not the slot. REQUIRES: s.mu held.
+func (s *memShard) find(h uint64, key []byte) (memRef, *memHeader, bool) {
+	r, ok := s.index[h]
+	if !ok || r.ghost() {
+		return 0, nil, false
+	}
+	hd := s.arena.header(r.block())
+	if int(hd.klen) != len(key) {
+		return 0, nil, false
+	}
+	if hd.contig != 0 {
+		p := s.arena.run(r.block(), memHeaderSize+len(key))
+		return r, hd, string(p[memHeaderSize:]) == string(key)
+	}
+	c := s.arena.cursor(r.block(), memHeaderSize+len(key))
+	c.skip(memHeaderSize)
+	return r, hd, c.equal(key)
+}
+
+// lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
+func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
+	r, _, ok := s.find(h, key)
+	if !ok {
+		return 0, nil, false
+	}
+	return r.slot(), s.slot(r.slot()), true
+}
+
+// appendValue appends the value of the entry starting at block b to dst.
+// REQUIRES: s.mu held.
+func (s *memShard) appendValue(dst []byte, b uint32, hd *memHeader) []byte {
+	k, n := memHeaderSize+int(hd.klen), int(hd.vlen)
+	if hd.contig != 0 {
+		return append(dst, s.arena.run(b, k+n)[k:]...)
+	}
 	dst = slices.Grow(dst, n)
-	c := s.arena.cursor(sl.first, int(sl.klen)+n)
-	c.skip(int(sl.klen))
+	c := s.arena.cursor(b, k+n)
+	c.skip(k)
 	return c.appendTo(dst, n)
 }
 
@@ -209,8 +249,8 @@ func (s *memShard) remove(i uint32) {
 	sl := s.slot(i)
 	s.unlink(i)
 	charge := s.chargeOf(sl)
-	s.arena.release(sl.first, sl.last, s.arena.blocksFor(int(sl.klen)+int(sl.vlen)))
-	if v, ok := s.index[sl.hash]; ok && v == i {
+	s.arena.release(sl.first, sl.last, s.blocksOf(sl))
+	if v, ok := s.index[sl.hash]; ok && !v.ghost() && v.slot() == i {
 		delete(s.index, sl.hash)
 	}
 	*sl = memSlot{queue: memQFree, next: s.freeSlot}
@@ -233,7 +273,8 @@ func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, f
 	if !s.makeRoom(charge) {
 		return false
 	}
-	first, last, ok := s.arena.alloc(s.arena.blocksFor(n))
+	blocks := s.cfg.blocks(n)
+	first, last, ok := s.arena.alloc(blocks)
 	if !ok {
 		return false
 	}
@@ -242,12 +283,18 @@ func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, f
 	sl.hash, sl.expiry, sl.first, sl.last = h, expiry, first, last
 	sl.klen, sl.vlen = uint32(len(key)), uint32(len(value))
 	sl.clean = false
-	sl.freq.Store(freq)
-	c := s.arena.cursor(first, n)
+	hd := s.arena.header(first)
+	hd.expiry, hd.klen, hd.vlen, hd.contig = expiry, sl.klen, sl.vlen, 0
+	if s.arena.contiguous(first, blocks) {
+		hd.contig = 1
+	}
+	hd.freq.Store(freq)
+	c := s.arena.cursor(first, memHeaderSize+n)
+	c.skip(memHeaderSize)
 	c.write(key)
 	c.write(value)
 	s.pushHead(qi, i)
-	s.index[h] = i
+	s.index[h] = memRefOf(i, first)
 	s.used += charge
 	s.count++
 	s.usedA.Store(s.used)
@@ -266,26 +313,26 @@ const (
 // get looks key up and, on a live hit, records the hit and appends the
 // value to dst. REQUIRES: s.mu held (for writing under LRU).
 func (s *memShard) get(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
-	i, sl, ok := s.lookup(h, key)
+	r, hd, ok := s.find(h, key)
 	if !ok {
 		return dst, 0, memGetMiss
 	}
-	if sl.expiry != 0 && sl.expiry <= s.cfg.now() {
+	if hd.expiry != 0 && hd.expiry <= s.cfg.now() {
 		return dst, 0, memGetExpired
 	}
-	s.hit(i, sl)
-	return s.appendValue(dst, sl), sl.expiry, memGetHit
+	s.hit(r.slot(), hd)
+	return s.appendValue(dst, r.block(), hd), hd.expiry, memGetHit
 }
 
 // dropExpired removes the entry under h if it is (still) expired.
 // REQUIRES: s.mu held for writing.
 func (s *memShard) dropExpired(h uint64) {
-	i, ok := s.index[h]
-	if !ok || i&memGhostBit != 0 {
+	r, ok := s.index[h]
+	if !ok || r.ghost() {
 		return
 	}
-	if sl := s.slot(i); sl.expiry != 0 && sl.expiry <= s.cfg.now() {
-		s.remove(i)
+	if sl := s.slot(r.slot()); sl.expiry != 0 && sl.expiry <= s.cfg.now() {
+		s.remove(r.slot())
 		s.expirations.Add(1)
 	}
 }
@@ -299,12 +346,12 @@ func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
 	}
 	qi, freq := uint8(memQSmall), uint32(0)
 	if v, ok := s.index[h]; ok {
-		if v&memGhostBit != 0 {
+		if v.ghost() {
 			qi = memQMain
 		} else {
-			old := s.slot(v)
-			qi, freq = old.queue, old.freq.Load()
-			s.remove(v)
+			old := s.slot(v.slot())
+			qi, freq = old.queue, s.arena.header(v.block()).freq.Load()
+			s.remove(v.slot())
 		}
 	}
 	if s.cfg.policy != memS3FIFO {
@@ -322,14 +369,14 @@ func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
 
 const memMaxLen = 1<<32 - 1
 
-// hit records a hit on sl under the read lock (S3-FIFO, FIFO) or moves it
-// to the head (LRU, which holds the write lock).
-func (s *memShard) hit(i uint32, sl *memSlot) {
+// hit records a hit on slot i, whose header is hd, under the read lock
+// (S3-FIFO, FIFO) or moves it to the head (LRU, which holds the write lock).
+func (s *memShard) hit(i uint32, hd *memHeader) {
 	switch s.cfg.policy {
 	case memS3FIFO:
 		// Load first: a hot entry at the cap costs no write to its line.
-		if f := sl.freq.Load(); f < memMaxFreq {
-			sl.freq.CompareAndSwap(f, f+1)
+		if f := hd.freq.Load(); f < memMaxFreq {
+			hd.freq.CompareAndSwap(f, f+1)
 		}
 	case memLRU:
 		if s.q[memQMain].head != i {
