@@ -88,12 +88,20 @@ const engPendingShards = 256
 // bumps the counter before it returns and commit drops it after the index
 // holds the new address, so a Get that reads zero and then asks the index
 // sees what a Get under the lock would have.)
+//
+// Go maps never shrink, and these hold pointers the GC must scan: a burst
+// that queued a million small entries would leave maps of a million slots
+// behind. So a shard whose map has fallen to 1/16 of its peak (and the
+// peak was large) moves what is left to a fresh map.
 type engPendingShard struct {
 	mu   sync.Mutex
 	m    map[uint64]*engItem
+	peak int // most keys m held since it was made
 	filt [engPendingSlots]atomic.Int32
-	_    [48]byte // keep shards on separate cache lines
+	_    [40]byte // keep shards on separate cache lines
 }
+
+const engPendingShrinkAt = 1024 // peak size at which a shard's map may be remade
 
 const engPendingSlots = 32
 
@@ -105,12 +113,20 @@ func (s *engPendingShard) put(it *engItem) {
 		s.filt[pendingSlot(it.hash)].Add(1)
 	}
 	s.m[it.hash] = it
+	s.peak = max(s.peak, len(s.m))
 }
 
 // del forgets h's pending operation. REQUIRES: s.mu held, h pending.
 func (s *engPendingShard) del(h uint64) {
 	delete(s.m, h)
 	s.filt[pendingSlot(h)].Add(-1)
+	if s.peak >= engPendingShrinkAt && len(s.m) <= s.peak/16 {
+		m := make(map[uint64]*engItem, 2*len(s.m))
+		for k, v := range s.m {
+			m[k] = v
+		}
+		s.m, s.peak = m, len(m)
+	}
 }
 
 // maybe says whether h may be pending (false: certainly not).
