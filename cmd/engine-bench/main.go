@@ -5,7 +5,8 @@
 //	write   device write rate, no admission limit, vs fio sequential
 //	        direct writes of one flush buffer (target ≥ 90%)
 //	rate    device write rate under admission.RateLimiter set to -rate × the
-//	        fio figure above (target within ±5% of the limit)
+//	        lower of fio's and our unlimited rate above (target within ±5%
+//	        of the limit)
 //	get     disk-hit Get latency vs fio random reads (psync, direct) of the
 //	        entry size, 4 and 64 KiB, 1 and 8 readers (target p50 ≤ 1.5×);
 //	        GOMAXPROCS is printed per row: a goroutine blocked in pread holds
@@ -143,7 +144,7 @@ func run(ctx context.Context, cfg *config) error {
 		if err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
-		fioWrite = bw
+		fioWrite = min(bw, r.ours*(1<<20)) // the limit must be below what both can do
 		if want("write") {
 			rows = append(rows, r)
 		}
