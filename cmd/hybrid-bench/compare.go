@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,38 +59,36 @@ func columnNames(paths []string, rs []*result) []string {
 }
 
 // printCompare writes one row per block line, one column per run, then
-// the memory, close time and target rows.
+// the memory, close time and target rows: one table, trailing blanks
+// trimmed.
 func printCompare(w io.Writer, names []string, rs []*result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(label string, cell func(*result) string) {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	cells := func(label string, cell func(i int) string) {
 		fmt.Fprint(tw, label)
-		for _, r := range rs {
-			fmt.Fprint(tw, "\t", cell(r))
+		for i := range rs {
+			fmt.Fprint(tw, "\t", cell(i))
 		}
-		fmt.Fprintln(tw, "\t")
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprint(tw, "Total")
-	for _, n := range names {
-		fmt.Fprint(tw, "\t", n)
+	row := func(label string, cell func(*result) string) {
+		cells(label, func(i int) string { return cell(rs[i]) })
 	}
-	fmt.Fprintln(tw, "\t")
+	empty := func(int) string { return "" }
+	cells("Total", func(i int) string { return names[i] })
 	lines := make([][]line, len(rs))
 	for i, r := range rs {
 		lines[i] = r.Total.lines()
 	}
 	for j, l := range lines[0] {
-		fmt.Fprint(tw, l.label)
-		for i := range rs {
-			fmt.Fprint(tw, "\t", strings.TrimSpace(lines[i][j].value))
-		}
-		fmt.Fprintln(tw, "\t")
+		cells(l.label, func(i int) string { return strings.TrimSpace(lines[i][j].value) })
 	}
 	row("measured", func(r *result) string { return fmt.Sprintf("%.1fs", r.Total.Seconds) })
 	row("close takes", func(r *result) string { return time.Duration(r.CloseSeconds * 1e9).Round(time.Microsecond).String() })
 	row("peak RSS (VmHWM)", func(r *result) string { return iec(uint64(r.RSS.PeakBytes)) })
 	row("RSS bound", func(r *result) string { return iec(uint64(r.RSS.BoundBytes)) })
-	fmt.Fprintln(tw, "\t")
-	fmt.Fprintln(tw, "Targets (issue 4)\t")
+	cells("", empty)
+	cells("Targets (issue 4)", empty)
 	row(fmt.Sprintf("insert p99 ≤ %dus (separated)", targetInsertP99), func(r *result) string {
 		return verdict(r.Total.InsertLat.P99 <= targetInsertP99, fmt.Sprintf("%dus", r.Total.InsertLat.P99))
 	})
@@ -101,6 +100,9 @@ func printCompare(w io.Writer, names []string, rs []*result) {
 		return verdict(r.RSS.within(), fmt.Sprintf("%.0f%%", 100*float64(r.RSS.PeakBytes)/float64(max(r.RSS.BoundBytes, 1))))
 	})
 	_ = tw.Flush()
+	for l := range strings.Lines(buf.String()) {
+		fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+	}
 }
 
 func verdict(ok bool, figure string) string {

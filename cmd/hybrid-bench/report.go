@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -22,12 +23,32 @@ type Latencies struct {
 	Max    int64 `json:"pmax_us"`
 }
 
+// quantiles are foyer-bench's, as fractions.
+var quantiles = [6]float64{0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999}
+
+// latenciesOf reads h's quantiles the way Rust's hdrhistogram does (which
+// foyer-bench uses): the value at quantile q is the top of the first
+// bucket where the running count reaches ceil(q × total). hdrhistogram-go's
+// own ValueAtQuantile rounds the rank instead, which can differ by a
+// bucket at the far tail.
 func latenciesOf(h *hdrhistogram.Histogram) Latencies {
-	return Latencies{
-		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99),
-		P999: h.ValueAtQuantile(99.9), P9999: h.ValueAtQuantile(99.99),
-		P99999: h.ValueAtQuantile(99.999), Max: h.Max(),
+	n := h.TotalCount()
+	if n == 0 {
+		return Latencies{}
 	}
+	var v [len(quantiles)]int64
+	k, seen := 0, int64(0)
+	for _, b := range h.Distribution() {
+		seen += b.Count
+		for k < len(quantiles) && seen >= max(1, int64(math.Ceil(quantiles[k]*float64(n)))) {
+			v[k] = b.To
+			k++
+		}
+		if k == len(quantiles) {
+			break
+		}
+	}
+	return Latencies{P50: v[0], P90: v[1], P99: v[2], P999: v[3], P9999: v[4], P99999: v[5], Max: h.Max()}
 }
 
 // Figures are one block of foyer-bench's output (an interval or the
