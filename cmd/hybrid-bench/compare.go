@@ -87,6 +87,13 @@ func printCompare(w io.Writer, names []string, rs []*result) {
 	row("close takes", func(r *result) string { return time.Duration(r.CloseSeconds * 1e9).Round(time.Microsecond).String() })
 	row("peak RSS (VmHWM)", func(r *result) string { return iec(uint64(r.RSS.PeakBytes)) })
 	row("RSS bound", func(r *result) string { return iec(uint64(r.RSS.BoundBytes)) })
+	row("CPU-s run / waiting for a CPU", func(r *result) string {
+		return fmt.Sprintf("%.1f / %.1f", r.Noise.CPUSec, r.Noise.RunQueueSec)
+	})
+	row("Go sched latency p99", func(r *result) string { return fmt.Sprintf("%.0fus", r.Noise.SchedLatP99) })
+	row("GC cycles, pause max", func(r *result) string {
+		return fmt.Sprintf("%d, %.0fus", r.Noise.GCCycles, r.Noise.GCPauseMax)
+	})
 	cells("", empty)
 	cells("Targets (issue 4)", empty)
 	row(fmt.Sprintf("insert p99 ≤ %dus (separated)", targetInsertP99), func(r *result) string {

@@ -16,7 +16,8 @@ func compareResults() []*result {
 	uni.InsertLat.P99, uni.GetMissLt.P99, uni.DiskWriteBps = 106, 531, 20<<20
 	return []*result{
 		{Config: &config{Runtime: "unified", AdmissionRate: 32 << 20}, Total: uni, CloseSeconds: 0.0123456,
-			RSS: rssReport{PeakBytes: 300 << 20, BoundBytes: 200 << 20}},
+			RSS:   rssReport{PeakBytes: 300 << 20, BoundBytes: 200 << 20},
+			Noise: Noise{CPUSec: 20.04, RunQueueSec: 9.96, SchedLatP99: 812.3, GCCycles: 7, GCPauseMax: 96}},
 		{Config: &config{Runtime: "separated", AdmissionRate: 500 << 20}, Total: sep, CloseSeconds: 0.002,
 			RSS: rssReport{PeakBytes: 100 << 20, BoundBytes: 200 << 20}},
 	}
@@ -59,6 +60,9 @@ measured                          30.0s                     30.0s
 close takes                       12.346ms                  2ms
 peak RSS (VmHWM)                  300.0 MiB                 100.0 MiB
 RSS bound                         200.0 MiB                 200.0 MiB
+CPU-s run / waiting for a CPU     20.0 / 10.0               0.0 / 0.0
+Go sched latency p99              812us                     0us
+GC cycles, pause max              7, 96us                   0, 0us
 
 Targets (issue 4)
 insert p99 ≤ 15us (separated)     MISS 106us                ok 15us

@@ -23,6 +23,7 @@ type result struct {
 	Total        Figures      `json:"total"`
 	CloseSeconds float64      `json:"close_seconds"`
 	RSS          rssReport    `json:"rss"`
+	Noise        Noise        `json:"noise"`
 	Cache        hybrid.Stats `json:"cache"`
 }
 
@@ -119,7 +120,7 @@ func (b *bench) warmUp(ctx context.Context) {
 // and fills b.res's intervals and total. An interrupt ends it early.
 func (b *bench) measure(ctx context.Context) {
 	start := b.wl.now()
-	dev0 := b.devStats()
+	dev0, noise0 := b.devStats(), takeNoise()
 	end := start + time.Duration(b.cfg.Time)*time.Second
 	every := time.Duration(b.cfg.ReportInterval) * time.Second
 	total := newPart()
@@ -146,6 +147,7 @@ func (b *bench) measure(ctx context.Context) {
 		}
 	}
 	b.res.Total = analyse(prevT-start, total, dev0, prevDev)
+	b.res.Noise = noiseBetween(noise0, takeNoise())
 }
 
 // waitUntil sleeps until monotonic time at (or an interrupt), refreshing
@@ -193,6 +195,7 @@ func (b *bench) finish() error {
 	printTotal(b.out, &b.res.Total, took)
 	b.res.RSS.fill(b.cfg.Mem, b.maxEntries)
 	b.res.RSS.print(b.out, b.cfg.Mem)
+	b.res.Noise.print(b.out, time.Duration(b.res.Total.Seconds*1e9))
 	if t := b.res.Total; t.Corrupt > 0 || t.Errors > 0 {
 		fmt.Fprintf(b.out, "WRONG: %d hits returned other bytes than stored; %d GetOrFetch errors\n", t.Corrupt, t.Errors)
 		err = joinErr(err, fmt.Errorf("hybrid-bench: %d corrupt hits, %d errors", t.Corrupt, t.Errors))
