@@ -82,3 +82,28 @@ func TestPartAdd(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+// TestHotPathAllocatesNothing: what a worker does around each operation
+// (poll, time, record, build or check a value, pace) allocates nothing,
+// so the bench adds no GC work of its own to the cache's.
+func TestHotPathAllocatesNothing(t *testing.T) {
+	col := newCollector(1)
+	r := newRecorder(col.cur)
+	w := testWorkload(1, 4096, 1, "uniform")
+	buf := make([]byte, 0, 4096+8)
+	p := pacer{rate: 1 << 20}
+	allocs := testing.AllocsPerRun(1000, func() {
+		r.poll()
+		start := w.now()
+		buf = w.value(buf[:0], 42, 4000)
+		if !w.valid(buf, 42) {
+			t.Fatal("invalid")
+		}
+		recordMicros(r.p.insertLat, w.now()-start)
+		p.spend(len(buf))
+		p.wait(w.now())
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per operation", allocs)
+	}
+}

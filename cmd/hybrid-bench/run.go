@@ -99,6 +99,23 @@ func (b *bench) drive(tty bool) error {
 	b.warmUp(ctx)
 	b.measure(ctx)
 	wg.Wait()
+	return b.writeMemProfile()
+}
+
+// writeMemProfile writes the heap profile if --memprofile: its
+// alloc_space view shows what the run allocated, the GC's work.
+func (b *bench) writeMemProfile() error {
+	if b.cfg.MemProfile == "" {
+		return nil
+	}
+	f, err := os.Create(b.cfg.MemProfile)
+	if err != nil {
+		return fmt.Errorf("hybrid-bench: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("hybrid-bench: %w", err)
+	}
 	return nil
 }
 

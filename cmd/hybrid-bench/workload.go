@@ -61,7 +61,7 @@ func (w *workload) now() time.Duration { return time.Since(w.monoBase) }
 func (w *workload) value(dst []byte, idx uint64, n int) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(n))
 	start := len(dst)
-	off := int(idx*0x9E3779B97F4A7C15>>52) % textPad
+	off := textOffset(idx)
 	dst = append(dst, w.text[off:off+n]...)
 	if n >= 8 {
 		binary.BigEndian.PutUint64(dst[start:], idx)
@@ -69,8 +69,12 @@ func (w *workload) value(dst []byte, idx uint64, n int) []byte {
 	return dst
 }
 
-// valid says whether v is a value value(idx, n) could have made.
-func (w *workload) valid(v []byte, idx uint64, scratch []byte) bool {
+// textOffset is where idx's window into the shared text starts.
+func textOffset(idx uint64) int { return int(idx*0x9E3779B97F4A7C15>>52) % textPad }
+
+// valid says whether v is a value value(idx, n) could have made. It
+// compares in place: no copy on the readers' path.
+func (w *workload) valid(v []byte, idx uint64) bool {
 	if len(v) < 8 {
 		return false
 	}
@@ -78,7 +82,11 @@ func (w *workload) valid(v []byte, idx uint64, scratch []byte) bool {
 	if n != uint64(len(v)-8) || n > uint64(w.cfg.EntryMax) {
 		return false
 	}
-	return bytes.Equal(v, w.value(scratch[:0], idx, int(n)))
+	body, want := v[8:], w.text[textOffset(idx):][:n]
+	if n >= 8 {
+		return binary.BigEndian.Uint64(body) == idx && bytes.Equal(body[8:], want[8:])
+	}
+	return bytes.Equal(body, want)
 }
 
 func (w *workload) entrySize(rng *rand.Rand) int {
@@ -200,7 +208,6 @@ func (w *workload) readerLoop(id int, r recorder) {
 	defer t.Stop()
 	key := make([]byte, 8)
 	dst := make([]byte, 0, w.cfg.EntryMax+8)
-	scratch := make([]byte, 0, w.cfg.EntryMax+8)
 	ctx := context.Background()
 	for {
 		if r.poll() {
@@ -230,7 +237,7 @@ func (w *workload) readerLoop(id int, r recorder) {
 		default:
 			recordMicros(r.p.hitLat, lat)
 			r.p.hitByte += uint64(len(v))
-			if !w.valid(v, idx, scratch) {
+			if !w.valid(v, idx) {
 				r.p.corrupt++
 			}
 			p.spend(len(v))

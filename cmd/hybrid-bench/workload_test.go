@@ -13,29 +13,28 @@ func testWorkload(min, max int64, writers int, dist string) *workload {
 
 func TestValueRoundTrip(t *testing.T) {
 	w := testWorkload(1, 4096, 1, "uniform")
-	scratch := make([]byte, 0, 4096+8)
 	for _, n := range []int{1, 7, 8, 9, 100, 4096} {
 		for _, idx := range []uint64{0, 1, 12345, 1 << 60} {
 			v := w.value(nil, idx, n)
-			if len(v) != 8+n || !w.valid(v, idx, scratch) {
+			if len(v) != 8+n || !w.valid(v, idx) {
 				t.Fatalf("value(%d, %d) invalid", idx, n)
 			}
-			if n >= 8 && w.valid(v, idx+1, scratch) {
+			if n >= 8 && w.valid(v, idx+1) {
 				t.Fatalf("value(%d, %d) valid for key %d", idx, n, idx+1)
 			}
 			bad := append([]byte(nil), v...)
 			bad[len(bad)-1] ^= 1
-			if w.valid(bad, idx, scratch) {
+			if w.valid(bad, idx) {
 				t.Fatalf("flipped byte accepted")
 			}
-			if w.valid(v[:len(v)-1], idx, scratch) || w.valid(v[:5], idx, scratch) {
+			if w.valid(v[:len(v)-1], idx) || w.valid(v[:5], idx) {
 				t.Fatalf("truncated value accepted")
 			}
 		}
 	}
 	long := w.value(nil, 3, 4096)
 	long[0] = 0xff // claims a length over entry-size-max
-	if w.valid(long, 3, scratch) {
+	if w.valid(long, 3) {
 		t.Fatal("oversized length accepted")
 	}
 }
