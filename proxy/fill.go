@@ -31,8 +31,10 @@ import (
 // most FillWindow × (SliceSize + slice header), and at most MaxFills fills
 // run at once.
 type fill struct {
-	s   *Server
-	key []byte // object key, owned
+	s    *Server
+	key  []byte // object key the fill runs for (fill map key), owned
+	skey []byte // object key the response is stored under: key, or a variant's (variants.go)
+	rv   fillReval
 
 	mu    sync.Mutex
 	cond  sync.Cond // progress, headers, end, a reader leaving
@@ -58,10 +60,11 @@ type fill struct {
 type fillState uint8
 
 const (
-	fillPending fillState = iota // waiting for the origin's headers
-	fillShared                   // storable: readers share the body
-	fillPrivate                  // not storable: the leader got the response, others fetch their own
-	fillFailed                   // the origin failed before headers
+	fillPending   fillState = iota // waiting for the origin's headers
+	fillShared                     // storable: readers share the body
+	fillPrivate                    // not storable: the leader got the response, others fetch their own
+	fillFailed                     // the origin failed before headers
+	fillRefreshed                  // a 304 refreshed the stored record (revalidate.go)
 )
 
 // fillMap is the sharded in-flight map key → fill.
@@ -95,6 +98,7 @@ func (fm *fillMap) join(s *Server, key []byte) (f *fill, leader bool) {
 		return f, false
 	}
 	f = &fill{s: s, key: append([]byte(nil), key...), refs: 2, declared: -1}
+	f.skey = f.key
 	f.cond.L = &f.mu
 	sh.m[string(f.key)] = f
 	return f, true
@@ -117,9 +121,13 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 	}
 	f, leader := s.fills.join(s, st.key)
 	if leader {
+		s.prepareFill(f, st)
 		s.startFill(ctx, f, o, &st.rp)
 	}
 	state, resp, err := f.waitHeaders(leader)
+	if s.afterFill(ctx, st, f, o, state, resp, leader, cs) {
+		return
+	}
 	switch {
 	case state == fillFailed:
 		f.release()
@@ -150,6 +158,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, rp *Req
 	}
 	req.Header.DelBytes(hdrContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
+	f.addValidators(req)
 	s.prepareOriginRequest(req, ctx, o)
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
@@ -192,21 +201,25 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPo
 		s.wg.Done()
 	}()
 	resp := fasthttp.AcquireResponse()
-	reqTime := s.opts.Now()
-	err := o.do(ctx, req, resp)
-	fasthttp.ReleaseRequest(req)
-	respTime := s.opts.Now()
-	s.m.originDuration.Observe(respTime.Sub(reqTime).Seconds())
-	if err != nil {
-		s.countOriginError(err)
+	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
+	if err != nil || refreshed {
+		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
-		f.fail(err)
+		if err != nil {
+			s.countOriginError(err)
+			f.fail(err)
+		}
 		return
 	}
 	var si StoreInfo
 	StoreDecision(&si, &rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	cl := int64(resp.Header.ContentLength())
-	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || resp.BodyStream() == nil {
+	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace)
+	store := si.Store && cl <= s.opts.MaxObjectSize && resp.BodyStream() != nil && !f.keepPrior(resp.StatusCode()) &&
+		s.setVariant(f, &req.Header, &resp.Header, respTime.Add(si.Lifetime+keep))
+	fasthttp.ReleaseRequest(req)
+	f.rv.status = resp.StatusCode()
+	if !store {
 		f.setPrivate(resp) // the leader owns resp now
 		return
 	}
@@ -241,7 +254,8 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
-	o.MustRevalidate = si.MustRevalidate
+	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
+	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]
@@ -315,7 +329,8 @@ func (f *fill) release() {
 		putSlab(b)
 		f.window[i] = nil
 	}
-	if f.handOff != nil { // no leader took it (cannot happen: the leader always waits)
+	if f.handOff != nil { // no leader took it: a background revalidation
+		f.handOff.CloseBodyStream()
 		fasthttp.ReleaseResponse(f.handOff)
 		f.handOff = nil
 	}
@@ -406,7 +421,7 @@ func (f *fill) insertSlice(idx int) {
 	data := slot[sliceHeaderLen:]
 	appendSliceHeader(slot[:0], f.obj.Gen, idx, data)
 	var kb [256]byte
-	f.s.store.Insert(sliceKey(kb[:0], f.key, idx), slot, f.expiry)
+	f.s.store.Insert(sliceKey(kb[:0], f.skey, idx), slot, f.expiry)
 	f.mu.Lock()
 	f.inserted = idx + 1
 	f.mu.Unlock()
@@ -433,8 +448,11 @@ func (f *fill) finish() error {
 		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
 		rec = appendObject(rec[:0], &f.obj)
 		var kb [256]byte
-		f.s.store.Insert(metaKey(kb[:0], f.key), rec, f.expiry)
+		f.s.store.Insert(metaKey(kb[:0], f.skey), rec, f.expiry)
 		putSlab(rec)
+		if f.rv.vary != nil {
+			f.s.variantCommitted(f)
+		}
 	}
 	f.mu.Lock()
 	f.done = true

@@ -37,6 +37,9 @@ type metrics struct {
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
 	fillLagged     prometheus.Counter
+	// backgroundRevalidations counts revalidations started behind a
+	// stale-while-revalidate or grace hit (issue 6).
+	backgroundRevalidations prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_fill_lagged_total",
 			Help: "Readers cut off because they fell behind a fill and the store had dropped the bytes.",
 		}),
+		backgroundRevalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_background_revalidations_total",
+			Help: "Revalidations started in the background by stale-while-revalidate or grace hits.",
+		}),
 	}
 	for i, name := range metricStatusNames {
 		m.requests[i] = requests.WithLabelValues(name)
@@ -82,7 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged} {
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.backgroundRevalidations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ const (
 	flagMustRevalidate = 1 << iota
 	flagHeuristic
 	flagInline
+	flagNoCache // response no-cache: every use revalidates (issue 6)
 )
 
 type headerKV struct{ Key, Value []byte }
@@ -50,7 +51,7 @@ type object struct {
 	RequestTime, ResponseTime, Date, Expires, LastModified time.Time
 	AgeHeader                                              int64
 	Lifetime, StaleWhileRevalidate, StaleIfError           time.Duration
-	MustRevalidate, Heuristic                              bool
+	MustRevalidate, Heuristic, NoCache                     bool
 	ETag, Vary, VariantKey                                 []byte
 	Headers                                                []headerKV
 	Body                                                   []byte // inline body, when BodyLen <= SliceSize
@@ -110,6 +111,9 @@ func (o *object) flags() byte {
 	if o.inline() {
 		f |= flagInline
 	}
+	if o.NoCache {
+		f |= flagNoCache
+	}
 	return f
 }
 
@@ -154,12 +158,13 @@ func decodeObject(o *object, b []byte) error {
 func (o *object) decodeFixed(b []byte) error {
 	flags := b[4]
 	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
+	o.NoCache = flags&flagNoCache != 0
 	o.Status = int(binary.BigEndian.Uint16(b[5:]))
 	o.Gen = binary.BigEndian.Uint64(b[7:])
 	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
 	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
 	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
-		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>3 != 0 {
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>4 != 0 {
 		return fmt.Errorf("%w: record fields", ErrCorrupt)
 	}
 	p := 27

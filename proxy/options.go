@@ -70,6 +70,10 @@ type Options struct {
 	// the origin uncached. Default 64. Fill memory is bounded by
 	// MaxFills × FillWindow × SliceSize.
 	MaxFills int `yaml:"max_fills"`
+	// MaxVariants bounds the variants (responses with Vary, one per
+	// secondary key) stored per URL; storing one more evicts the oldest.
+	// Default 16; 1..1024.
+	MaxVariants int `yaml:"max_variants"`
 	// FillTimeout bounds a whole fill (headers and body). Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// MaxHeaderBytes bounds a request's header; larger gets 431. Default 16 KiB.
@@ -106,6 +110,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxObjectSize, 1<<30)
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 64)
+	setDefault(&o.MaxVariants, 16)
 	setDefault(&o.FillTimeout, 10*time.Minute)
 	setDefault(&o.MaxHeaderBytes, 16<<10)
 	setDefault(&o.MaxRequestBodySize, 4<<20)
@@ -159,6 +164,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxFills < 1 || o.MaxHeaderBytes < 1024 || o.MaxRequestBodySize < 0 || o.MaxConns < 1 {
 		bad("max_fills, max_header_bytes (>=1024), max_request_body_size, max_conns must be positive")
+	}
+	if o.MaxVariants < 1 || o.MaxVariants > maxVariantsLimit {
+		bad("max_variants %d not in [1, %d]", o.MaxVariants, maxVariantsLimit)
 	}
 	if o.FillTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")
