@@ -119,6 +119,9 @@ func (s *Server) exchange(ctx context.Context, f *fill, o *origin, req *fasthttp
 func (s *Server) originDo(ctx context.Context, o *origin, req *fasthttp.Request, resp *fasthttp.Response) (reqTime, respTime time.Time, err error) {
 	reqTime = s.opts.Now()
 	err = o.do(ctx, req, resp)
+	// fasthttp reports a default Content-Type for a response without one;
+	// a 304 would then overwrite the stored one with it.
+	resp.Header.SetNoDefaultContentType(true)
 	respTime = s.opts.Now()
 	s.m.originDuration.Observe(respTime.Sub(reqTime).Seconds())
 	return reqTime, respTime, err

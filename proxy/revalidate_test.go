@@ -1,0 +1,248 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// versioned is an origin whose representation is version v (settable),
+// with ETag "v<n>" and/or Last-Modified, answering conditionals itself and
+// recording the conditional fields of the last request.
+type versioned struct {
+	v        atomic.Int64
+	etag, lm bool
+	cc       string
+	body     func(v int64) []byte
+	lastINM  atomic.Value // string
+	lastIMS  atomic.Value // string
+	extra    atomic.Value // string: X-Extra on every answer, 304s included
+	not304   atomic.Value // func(w) overriding the 304 (tests of odd origins)
+	status   atomic.Int64 // when non-zero, answer this status instead
+	clockNow func() time.Time
+}
+
+var lmTime = time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func (o *versioned) handler(w http.ResponseWriter, r *http.Request) {
+	o.lastINM.Store(r.Header.Get("If-None-Match"))
+	o.lastIMS.Store(r.Header.Get("If-Modified-Since"))
+	if st := o.status.Load(); st != 0 {
+		w.WriteHeader(int(st))
+		return
+	}
+	v := o.v.Load()
+	h := w.Header()
+	h.Set("Cache-Control", o.cc)
+	h.Set("Content-Type", "text/plain")
+	h.Set("Date", string(fasthttp.AppendHTTPDate(nil, o.clockNow())))
+	if x, _ := o.extra.Load().(string); x != "" {
+		h.Set("X-Extra", x)
+	}
+	tag := `"v` + strconv.FormatInt(v, 10) + `"`
+	lm := string(fasthttp.AppendHTTPDate(nil, lmTime.Add(time.Duration(v)*time.Hour)))
+	if o.etag {
+		h.Set("ETag", tag)
+	}
+	if o.lm {
+		h.Set("Last-Modified", lm)
+	}
+	if (o.etag && r.Header.Get("If-None-Match") == tag) || (!o.etag && o.lm && r.Header.Get("If-Modified-Since") == lm) {
+		if f, _ := o.not304.Load().(func(http.ResponseWriter)); f != nil {
+			f(w)
+			return
+		}
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	_, _ = w.Write(o.body(v))
+}
+
+func newVersioned(t *testing.T, cc string, etag, lm bool, body func(int64) []byte, mod func(*Options)) (*pair, *versioned) {
+	o := &versioned{etag: etag, lm: lm, cc: cc, body: body}
+	o.v.Store(1)
+	var p *pair
+	o.clockNow = func() time.Time { return p.clock.Now() }
+	p = newPair(t, o.handler, mod)
+	return p, o
+}
+
+func smallBody(v int64) []byte { return []byte("body v" + strconv.FormatInt(v, 10)) }
+
+func expectBody(t *testing.T, r *fasthttp.Response, want []byte) {
+	t.Helper()
+	if !bytes.Equal(r.Body(), want) {
+		t.Fatalf("body of %d bytes, want %d bytes (%.20q vs %.20q)", len(r.Body()), len(want), r.Body(), want)
+	}
+}
+
+// TestRevalidate304 covers §4.3.4 over ETag and Last-Modified validators,
+// inline and sliced bodies: the 304 refreshes headers and freshness, the
+// body is not fetched again, the refreshed record serves hits.
+func TestRevalidate304(t *testing.T) {
+	big := func(v int64) []byte { return append(bigBody(200<<10), byte(v)) }
+	for _, tc := range []struct {
+		name     string
+		etag, lm bool
+		body     func(int64) []byte
+		wantINM  string
+		wantIMS  bool
+	}{
+		{"etag", true, false, smallBody, `"v1"`, false},
+		{"last-modified", false, true, smallBody, "", true},
+		{"both", true, true, smallBody, `"v1"`, true},
+		{"etag sliced", true, false, big, `"v1"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, o := newVersioned(t, "max-age=10", tc.etag, tc.lm, tc.body, nil)
+			o.extra.Store("first")
+			r := p.get("/r")
+			expectBody(t, r, tc.body(1))
+			p.clock.Advance(20 * time.Second)
+			o.extra.Store("second")
+			r = p.get("/r")
+			expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
+			expectHeader(t, r, "X-Extra", "second")
+			expectHeader(t, r, "Content-Type", "text/plain")
+			expectHeader(t, r, "Age", "0")
+			expectBody(t, r, tc.body(1))
+			if got := o.lastINM.Load(); got != tc.wantINM {
+				t.Errorf("origin saw If-None-Match %q, want %q", got, tc.wantINM)
+			}
+			if got := o.lastIMS.Load().(string); (got != "") != tc.wantIMS {
+				t.Errorf("origin saw If-Modified-Since %q", got)
+			}
+			p.clock.Advance(5 * time.Second)
+			r = p.get("/r")
+			expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+			expectHeader(t, r, "X-Extra", "second")
+			expectHeader(t, r, "Age", "5")
+			expectBody(t, r, tc.body(1))
+			if n := p.hits.Load(); n != 2 {
+				t.Fatalf("origin saw %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+// TestRevalidate200Replaces: a changed representation replaces the entry.
+func TestRevalidate200Replaces(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
+	p.get("/n")
+	p.clock.Advance(20 * time.Second)
+	o.v.Store(2)
+	r := p.get("/n")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
+	expectBody(t, r, smallBody(2))
+	r = p.get("/n")
+	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+	expectHeader(t, r, "ETag", `"v2"`)
+	expectBody(t, r, smallBody(2))
+}
+
+// TestRevalidate304NotSelected: a 304 that names another validator, or
+// none while the stored response has one, selects nothing (§4.3.4): the
+// proxy fetches the representation again, unconditionally.
+func TestRevalidate304NotSelected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    func(http.ResponseWriter)
+	}{
+		{"other etag", func(w http.ResponseWriter) {
+			w.Header().Set("ETag", `"other"`)
+			w.WriteHeader(http.StatusNotModified)
+		}},
+		{"weak etag for strong", func(w http.ResponseWriter) {
+			w.Header().Set("ETag", `W/"v1"`)
+			w.WriteHeader(http.StatusNotModified)
+		}},
+		{"no validators", func(w http.ResponseWriter) {
+			w.Header().Del("ETag")
+			w.WriteHeader(http.StatusNotModified)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
+			p.get("/s")
+			p.clock.Advance(20 * time.Second)
+			o.not304.Store(tc.w)
+			o.extra.Store("new")
+			r := p.get("/s")
+			expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
+			expectHeader(t, r, "X-Extra", "new")
+			expectBody(t, r, smallBody(1))
+			if n := p.hits.Load(); n != 3 {
+				t.Fatalf("origin saw %d requests, want 3 (fill, conditional, unconditional)", n)
+			}
+			if got := o.lastINM.Load(); got != "" {
+				t.Errorf("the retry carried If-None-Match %q", got)
+			}
+		})
+	}
+}
+
+// TestStaleWithoutValidatorsRefetches: no validator, no conditional.
+func TestStaleWithoutValidatorsRefetches(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", false, false, smallBody, nil)
+	p.get("/nv")
+	p.clock.Advance(20 * time.Second)
+	o.v.Store(2)
+	r := p.get("/nv")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
+	expectBody(t, r, smallBody(2))
+	if o.lastINM.Load() != "" || o.lastIMS.Load() != "" {
+		t.Fatalf("conditional without validators: INM %q IMS %q", o.lastINM.Load(), o.lastIMS.Load())
+	}
+}
+
+// TestResponseNoCacheRevalidatesEveryUse: a stored no-cache response is
+// never served without validation (§5.2.2.4), even while fresh.
+func TestResponseNoCacheRevalidatesEveryUse(t *testing.T) {
+	p, o := newVersioned(t, "no-cache, max-age=600", true, false, smallBody, nil)
+	p.get("/nc")
+	for i := range 3 {
+		r := p.get("/nc")
+		expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
+		expectBody(t, r, smallBody(1))
+		if n := p.hits.Load(); n != int64(i+2) {
+			t.Fatalf("origin saw %d requests, want %d", n, i+2)
+		}
+	}
+	_ = o
+}
+
+// TestRequestNoCacheRevalidates: request no-cache on a fresh entry is a
+// conditional forward (fwd=request), answered from the stored body.
+func TestRequestNoCacheRevalidates(t *testing.T) {
+	p, _ := newVersioned(t, "max-age=600", true, false, smallBody, nil)
+	p.get("/rq")
+	r := p.get("/rq", "Cache-Control", "no-cache")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=request; fwd-status=304")
+	expectBody(t, r, smallBody(1))
+	r = p.get("/rq", "Pragma", "no-cache")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=request; fwd-status=304")
+}
+
+// Test304NoStoreRemoves: a 304 whose merged headers forbid storing is
+// served to its waiters and the record is removed.
+func Test304NoStoreRemoves(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
+	p.get("/ns")
+	p.clock.Advance(20 * time.Second)
+	o.not304.Store(func(w http.ResponseWriter) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotModified)
+	})
+	r := p.get("/ns")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
+	expectHeader(t, r, "Cache-Control", "no-store")
+	expectBody(t, r, smallBody(1))
+	if n := p.store.Len(); n != 0 {
+		t.Fatalf("store holds %d entries after a no-store 304", n)
+	}
+}
