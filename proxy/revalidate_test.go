@@ -23,15 +23,26 @@ type versioned struct {
 	lastIMS  atomic.Value // string
 	extra    atomic.Value // string: X-Extra on every answer, 304s included
 	not304   atomic.Value // func(w) overriding the 304 (tests of odd origins)
-	status   atomic.Int64 // when non-zero, answer this status instead
+	status   atomic.Int64 // when non-zero, answer this status instead; -1 closes the connection
 	clockNow func() time.Time
+	hold     atomic.Pointer[gate] // when set, requests wait for it to open
 }
 
 var lmTime = time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC)
 
 func (o *versioned) handler(w http.ResponseWriter, r *http.Request) {
+	if g := o.hold.Load(); g != nil {
+		g.wait()
+	}
 	o.lastINM.Store(r.Header.Get("If-None-Match"))
 	o.lastIMS.Store(r.Header.Get("If-Modified-Since"))
+	if o.status.Load() == -1 { // connection error
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+		return
+	}
 	if st := o.status.Load(); st != 0 {
 		w.WriteHeader(int(st))
 		return
@@ -101,11 +112,11 @@ func TestRevalidate304(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, o := newVersioned(t, "max-age=10", tc.etag, tc.lm, tc.body, nil)
 			o.extra.Store("first")
-			r := p.get("/r")
+			r := p.gets("/r")
 			expectBody(t, r, tc.body(1))
 			p.clock.Advance(20 * time.Second)
 			o.extra.Store("second")
-			r = p.get("/r")
+			r = p.gets("/r")
 			expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
 			expectHeader(t, r, "X-Extra", "second")
 			expectHeader(t, r, "Content-Type", "text/plain")
@@ -118,7 +129,7 @@ func TestRevalidate304(t *testing.T) {
 				t.Errorf("origin saw If-Modified-Since %q", got)
 			}
 			p.clock.Advance(5 * time.Second)
-			r = p.get("/r")
+			r = p.gets("/r")
 			expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 			expectHeader(t, r, "X-Extra", "second")
 			expectHeader(t, r, "Age", "5")
@@ -133,13 +144,13 @@ func TestRevalidate304(t *testing.T) {
 // TestRevalidate200Replaces: a changed representation replaces the entry.
 func TestRevalidate200Replaces(t *testing.T) {
 	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
-	p.get("/n")
+	p.gets("/n")
 	p.clock.Advance(20 * time.Second)
 	o.v.Store(2)
-	r := p.get("/n")
+	r := p.gets("/n")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
 	expectBody(t, r, smallBody(2))
-	r = p.get("/n")
+	r = p.gets("/n")
 	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 	expectHeader(t, r, "ETag", `"v2"`)
 	expectBody(t, r, smallBody(2))
@@ -168,11 +179,11 @@ func TestRevalidate304NotSelected(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
-			p.get("/s")
+			p.gets("/s")
 			p.clock.Advance(20 * time.Second)
 			o.not304.Store(tc.w)
 			o.extra.Store("new")
-			r := p.get("/s")
+			r := p.gets("/s")
 			expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
 			expectHeader(t, r, "X-Extra", "new")
 			expectBody(t, r, smallBody(1))
@@ -189,10 +200,10 @@ func TestRevalidate304NotSelected(t *testing.T) {
 // TestStaleWithoutValidatorsRefetches: no validator, no conditional.
 func TestStaleWithoutValidatorsRefetches(t *testing.T) {
 	p, o := newVersioned(t, "max-age=10", false, false, smallBody, nil)
-	p.get("/nv")
+	p.gets("/nv")
 	p.clock.Advance(20 * time.Second)
 	o.v.Store(2)
-	r := p.get("/nv")
+	r := p.gets("/nv")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; stored")
 	expectBody(t, r, smallBody(2))
 	if o.lastINM.Load() != "" || o.lastIMS.Load() != "" {
@@ -204,9 +215,9 @@ func TestStaleWithoutValidatorsRefetches(t *testing.T) {
 // never served without validation (§5.2.2.4), even while fresh.
 func TestResponseNoCacheRevalidatesEveryUse(t *testing.T) {
 	p, o := newVersioned(t, "no-cache, max-age=600", true, false, smallBody, nil)
-	p.get("/nc")
+	p.gets("/nc")
 	for i := range 3 {
-		r := p.get("/nc")
+		r := p.gets("/nc")
 		expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
 		expectBody(t, r, smallBody(1))
 		if n := p.hits.Load(); n != int64(i+2) {
@@ -220,11 +231,11 @@ func TestResponseNoCacheRevalidatesEveryUse(t *testing.T) {
 // conditional forward (fwd=request), answered from the stored body.
 func TestRequestNoCacheRevalidates(t *testing.T) {
 	p, _ := newVersioned(t, "max-age=600", true, false, smallBody, nil)
-	p.get("/rq")
-	r := p.get("/rq", "Cache-Control", "no-cache")
+	p.gets("/rq")
+	r := p.gets("/rq", "Cache-Control", "no-cache")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=request; fwd-status=304")
 	expectBody(t, r, smallBody(1))
-	r = p.get("/rq", "Pragma", "no-cache")
+	r = p.gets("/rq", "Pragma", "no-cache")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=request; fwd-status=304")
 }
 
@@ -232,17 +243,32 @@ func TestRequestNoCacheRevalidates(t *testing.T) {
 // served to its waiters and the record is removed.
 func Test304NoStoreRemoves(t *testing.T) {
 	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
-	p.get("/ns")
+	p.gets("/ns")
 	p.clock.Advance(20 * time.Second)
 	o.not304.Store(func(w http.ResponseWriter) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusNotModified)
 	})
-	r := p.get("/ns")
+	r := p.gets("/ns")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
 	expectHeader(t, r, "Cache-Control", "no-store")
 	expectBody(t, r, smallBody(1))
 	if n := p.store.Len(); n != 0 {
 		t.Fatalf("store holds %d entries after a no-store 304", n)
 	}
+}
+
+// dos is do, then a wait until no fill runs: a fill leaves the in-flight
+// map only after its last byte reached the client, and a request sent
+// before that would join it instead of reading the store.
+func (p *pair) dos(method, path string, kv ...string) *fasthttp.Response {
+	p.t.Helper()
+	r := p.do(method, path, kv...)
+	waitFor(p.t, func() bool { return p.srv.nfills.Load() == 0 })
+	return r
+}
+
+func (p *pair) gets(path string, kv ...string) *fasthttp.Response {
+	p.t.Helper()
+	return p.dos("GET", path, kv...)
 }
