@@ -163,4 +163,3 @@ func TestRequestMaxStaleAndOnlyIfCached(t *testing.T) {
 		t.Fatalf("origin saw %d requests, want 3", n)
 	}
 }
-
