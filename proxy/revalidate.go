@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"time"
 
@@ -156,7 +158,9 @@ func (s *Server) refresh(f *fill, rp *RequestPolicy, h304 *fasthttp.ResponseHead
 		return false
 	}
 	h := &fasthttp.ResponseHeader{}
-	mergeHeaders(h, p.Headers, h304, respTime)
+	if mergeHeaders(h, p.Headers, h304, respTime) != nil {
+		return false // cannot happen: every line was parsed before
+	}
 	var si StoreInfo
 	StoreDecision(&si, rp, p.Status, h, respTime, &s.opts.Policy)
 	o := *p // same generation, body length, inline body (borrowing f.rv.prior)
@@ -190,9 +194,12 @@ func (s *Server) refresh(f *fill, rp *RequestPolicy, h304 *fasthttp.ResponseHead
 // mergeHeaders writes into h the stored headers updated from the 304's
 // (RFC 9111 §3.2): a field the 304 carries (and that may be stored)
 // replaces every stored line of that name; a 304 without Date is dated
-// now (its freshness is measured from now, not from the stored Date).
-func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.ResponseHeader, now time.Time) {
-	h.SetNoDefaultContentType(true)
+// now (its freshness is measured from now, not from the stored Date). The
+// result is parsed from wire form, as fasthttp drops a Date set through
+// its setters. It sets h304's NoDefaultContentType (a 304 without
+// Content-Type must not replace the stored one with fasthttp's default).
+func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.ResponseHeader, now time.Time) error {
+	h304.SetNoDefaultContentType(true)
 	conn := connectionValue(h304)
 	replaced := func(name []byte) bool {
 		if len(name) == 4 && varyCompareFold(name, []byte("Date")) == 0 {
@@ -200,19 +207,27 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 		}
 		return storedHeader(name, conn) && len(h304.PeekBytes(name)) > 0
 	}
+	wire := append(make([]byte, 0, 1024), "HTTP/1.1 200 OK\r\n"...)
+	line := func(k, v []byte) {
+		wire = append(append(append(append(wire, k...), ": "...), v...), "\r\n"...)
+	}
 	for _, kv := range stored {
 		if !replaced(kv.Key) {
-			h.AddBytesKV(kv.Key, kv.Value)
+			line(kv.Key, kv.Value)
 		}
 	}
 	for k, v := range h304.All() {
 		if storedHeader(k, conn) {
-			h.AddBytesKV(k, v)
+			line(k, v)
 		}
 	}
 	if len(h304.Peek(fasthttp.HeaderDate)) == 0 {
-		h.SetBytesV(fasthttp.HeaderDate, fasthttp.AppendHTTPDate(nil, now.UTC()))
+		line([]byte(fasthttp.HeaderDate), fasthttp.AppendHTTPDate(nil, now.UTC()))
 	}
+	// A length, or the parser reads "until close" and adds Connection: close.
+	wire = append(wire, "Content-Length: 0\r\n\r\n"...)
+	h.SetNoDefaultContentType(true)
+	return h.Read(bufio.NewReader(bytes.NewReader(wire)))
 }
 
 // keepPrior: an origin error answer that must not replace a stored

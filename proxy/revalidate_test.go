@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,4 +272,77 @@ func (p *pair) dos(method, path string, kv ...string) *fasthttp.Response {
 func (p *pair) gets(path string, kv ...string) *fasthttp.Response {
 	p.t.Helper()
 	return p.dos("GET", path, kv...)
+}
+
+func TestSelects304(t *testing.T) {
+	lm := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	lmS := string(fasthttp.AppendHTTPDate(nil, lm))
+	other := string(fasthttp.AppendHTTPDate(nil, lm.Add(time.Second)))
+	for _, tc := range []struct {
+		name     string
+		etag     string
+		lm       time.Time
+		hdr      []string
+		selected bool
+	}{
+		{"strong equal", `"a"`, time.Time{}, []string{`ETag: "a"`}, true},
+		{"strong differs", `"a"`, time.Time{}, []string{`ETag: "b"`}, false},
+		{"strong vs stored weak", `W/"a"`, time.Time{}, []string{`ETag: "a"`}, false},
+		{"weak equal", `W/"a"`, time.Time{}, []string{`ETag: W/"a"`}, true},
+		{"weak vs stored strong", `"a"`, time.Time{}, []string{`ETag: W/"a"`}, false},
+		{"etag decides over lm", `"a"`, lm, []string{`ETag: "b"`, "Last-Modified: " + lmS}, false},
+		{"lm equal", "", lm, []string{"Last-Modified: " + lmS}, true},
+		{"lm differs", "", lm, []string{"Last-Modified: " + other}, false},
+		{"lm invalid", "", lm, []string{"Last-Modified: soon"}, false},
+		{"none, stored has validators", `"a"`, lm, nil, false},
+		{"none, stored has none", "", time.Time{}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &object{LastModified: tc.lm}
+			if tc.etag != "" {
+				o.ETag = []byte(tc.etag)
+			}
+			if got := selects304(o, testResponse(t, "304 Not Modified", tc.hdr...)); got != tc.selected {
+				t.Fatalf("selected %v, want %v", got, tc.selected)
+			}
+		})
+	}
+}
+
+func TestMergeHeaders(t *testing.T) {
+	stored := []headerKV{
+		{[]byte("Content-Type"), []byte("text/html")},
+		{[]byte("X-Multi"), []byte("1")}, {[]byte("X-Multi"), []byte("2")},
+		{[]byte("Cache-Control"), []byte("max-age=10")},
+		{[]byte("Date"), []byte("Mon, 01 Jan 2024 00:00:00 GMT")},
+		{[]byte("X-Keep"), []byte("k")},
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h304 := testResponse(t, "304 Not Modified", "X-Multi: 3", "Cache-Control: max-age=99",
+		"Connection: close, X-Hop", "X-Hop: h", "Keep-Alive: timeout=5", "Content-Length: 0")
+	h := &fasthttp.ResponseHeader{}
+	if err := mergeHeaders(h, stored, h304, now); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for k, v := range h.All() {
+		got[string(k)] = append(got[string(k)], string(v))
+	}
+	want := map[string][]string{
+		"Content-Type":  {"text/html"},
+		"X-Multi":       {"3"},
+		"Cache-Control": {"max-age=99"},
+		"Date":          {string(fasthttp.AppendHTTPDate(nil, now))},
+		"X-Keep":        {"k"},
+	}
+	for k, v := range want {
+		if strings.Join(got[k], "|") != strings.Join(v, "|") {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, k := range []string{"X-Hop", "Keep-Alive", "Connection"} {
+		if len(got[k]) > 0 {
+			t.Errorf("hop-by-hop %s merged: %q", k, got[k])
+		}
+	}
 }
