@@ -9,13 +9,21 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build test test-unit test-race e2e lint fuzz bench bench-peers clean
+.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-peers clean conformance
 
 all: build
 
+# cmd/proxy is the strata binary: go names it after its directory, so it
+# is renamed bin/strata.
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
+	@mv -f $(BIN)/proxy $(BIN)/strata
+
+# demo starts the sample origin and strata on loopback and shows a miss, a
+# memory hit, a disk hit, a no-store pass and the metrics with curl.
+demo: build
+	@sh cmd/demo/demo.sh $(BIN)
 
 # test is what CI runs (.ci/run): lint, unit tests with invariants on,
 # the race detector over every package but e2e, and the e2e tests.
@@ -29,6 +37,13 @@ test-race:
 
 e2e: build
 	$(GO) test -count=1 $(E2E)
+
+# conformance runs the public HTTP caching test suite (http-cache-tests,
+# installed at run time with npm) against strata and fails when a suite
+# passes fewer required tests than e2e/conformance/baseline.json; skipped
+# without Node.js. See e2e/conformance/run.sh.
+conformance:
+	@GO=$(GO) sh e2e/conformance/run.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -13,10 +13,10 @@ import (
 
 // Admin serves the admin listener: GET /metrics (Prometheus exposition of
 // the Gatherer), GET /healthz (the process runs), GET /readyz (200 once
-// SetReady(true), 503 before and while draining), and POST /purge with
-// url= in the query or a form body, behind "Authorization: Bearer
-// <Options.PurgeToken>" (compared in constant time; no token configured:
-// 403 for everyone).
+// SetReady(true), 503 before and while draining), and POST /purge behind
+// "Authorization: Bearer <Options.PurgeToken>" (compared in constant time;
+// no token configured: 403 for everyone). See purgeRequest for /purge's
+// arguments and answer.
 type Admin struct {
 	s       *Server
 	metrics fasthttp.RequestHandler
@@ -78,17 +78,5 @@ func (a *Admin) purge(ctx *fasthttp.RequestCtx) {
 		ctx.Error("unauthorized\n", fasthttp.StatusUnauthorized)
 		return
 	}
-	u := ctx.QueryArgs().Peek("url")
-	if len(u) == 0 {
-		u = ctx.PostArgs().Peek("url")
-	}
-	found, err := a.s.Purge(string(u))
-	switch {
-	case err != nil:
-		ctx.Error(err.Error()+"\n", fasthttp.StatusBadRequest)
-	case found:
-		ctx.SetBodyString("purged\n")
-	default:
-		ctx.Error("not cached\n", fasthttp.StatusNotFound)
-	}
+	a.purgeRequest(ctx)
 }

@@ -28,4 +28,10 @@ var (
 	// ErrPurgeURL: the URL given to Purge does not parse as an absolute
 	// http or https URL.
 	ErrPurgeURL = errors.New("proxy: purge: bad URL")
+	// ErrPurgeTag: a tag given to PurgeTags is empty, longer than
+	// MaxTagLen, or holds a byte no stored tag can hold (see tags.go).
+	ErrPurgeTag = errors.New("proxy: purge: bad tag")
+	// ErrPurgePrefix: the prefix given to PurgePrefix does not parse as an
+	// absolute http or https URL.
+	ErrPurgePrefix = errors.New("proxy: purge: bad prefix")
 )

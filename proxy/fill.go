@@ -21,13 +21,16 @@ import (
 // Body buffering: the fill keeps a window of FillWindow slice buffers;
 // slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
 // (doubling, up to SliceSize) only as bytes arrive. A completed slice is
-// inserted into the store as soon as the next one starts, so a slot can be
-// reused without waiting for readers: a reader that fell behind the
-// window reads the slice back from the store, and if the store dropped it
-// (admission), the reader fails with ErrFillLagged and its client sees a
-// closed connection. When the object stops being stored (it grew past
-// MaxObjectSize) the fill instead waits for the slowest reader before it
-// reuses a slot, and stops when no reader is left. Memory per fill is at
+// inserted into the store as soon as the next one starts. Before a slot is
+// reused the fill waits for every reader that still needs its slice: the
+// store may have dropped it (admission), and a reader must not be cut off
+// because the origin is faster than its client. While the object is being
+// stored that wait is bounded by FillLagWait per reader: a reader that held
+// the fill back that long is detached and goes on alone, reading slices
+// back from the store; if the store dropped one it fails with
+// ErrFillLagged and its client sees a closed connection. When the object
+// is not stored (it grew past MaxObjectSize) the wait is unbounded, and the
+// fill stops when no reader is left. Memory per fill is at
 // most FillWindow × (SliceSize + slice header), and at most MaxFills fills
 // run at once.
 type fill struct {
@@ -54,6 +57,7 @@ type fill struct {
 	slotIdx  []int
 	readers  []*fillReader
 	waiting  bool // the fill goroutine waits for a reader to advance
+	lagTimer *time.Timer
 	expiry   time.Time
 }
 
@@ -380,9 +384,21 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 	evict := int64(f.slotIdx[slot]+1) * int64(f.s.opts.SliceSize)
 	// Handlers that joined but have not registered as readers yet count
 	// as readers at position 0.
-	for !f.storing && f.slotIdx[slot] >= 0 && (f.pending() > 0 || f.minReaderPos() < evict) {
+	var deadline time.Time
+	for f.slotIdx[slot] >= 0 && (f.pending() > 0 || f.minReaderPos() < evict) {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if f.storing {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(f.s.opts.FillLagWait)
+				f.wakeAt(f.s.opts.FillLagWait)
+			}
+			if !now.Before(deadline) {
+				f.detachBehind(evict)
+				break
+			}
 		}
 		f.waiting = true
 		f.cond.Wait()
@@ -395,6 +411,31 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 	return nil
 }
 
+// wakeAt makes the fill goroutine's cond.Wait return after d.
+// REQUIRES: f.mu held.
+func (f *fill) wakeAt(d time.Duration) {
+	if f.lagTimer == nil {
+		f.lagTimer = time.AfterFunc(d, func() {
+			f.mu.Lock()
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		})
+		return
+	}
+	f.lagTimer.Reset(d)
+}
+
+// detachBehind lets every reader before pos go on alone: the fill no
+// longer waits for it. REQUIRES: f.mu held.
+func (f *fill) detachBehind(pos int64) {
+	for _, r := range f.readers {
+		if r.pos < pos {
+			r.detached = true
+			f.s.m.fillDetached.Inc()
+		}
+	}
+}
+
 // pending counts handlers holding the fill that are not readers (yet).
 // REQUIRES: f.mu held, called by the fill goroutine (which holds a ref).
 func (f *fill) pending() int { return f.refs - 1 - len(f.readers) }
@@ -403,7 +444,9 @@ func (f *fill) pending() int { return f.refs - 1 - len(f.readers) }
 func (f *fill) minReaderPos() int64 {
 	p := int64(1<<63 - 1)
 	for _, r := range f.readers {
-		p = min(p, r.pos)
+		if !r.detached {
+			p = min(p, r.pos)
+		}
 	}
 	return p
 }
@@ -449,6 +492,7 @@ func (f *fill) finish() error {
 		rec = appendObject(rec[:0], &f.obj)
 		var kb [256]byte
 		f.s.store.Insert(metaKey(kb[:0], f.skey), rec, f.expiry)
+		f.s.recordTags(f.skey, &f.obj)
 		putSlab(rec)
 		if f.rv.vary != nil {
 			f.s.variantCommitted(f)

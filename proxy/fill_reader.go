@@ -13,6 +13,9 @@ type fillReader struct {
 	scratch []byte // a slice read back from the store, when behind the window
 	scIdx   int    // which slice scratch holds, -1 none
 	closed  bool
+	// detached: the fill stopped waiting for this reader (it held a
+	// stored fill back for FillLagWait). Guarded by f.mu.
+	detached bool
 }
 
 // newReader registers a reader at position 0, converting the caller's

@@ -296,7 +296,7 @@ func TestLaggingReaderReadsFromStore(t *testing.T) {
 		w.(http.Flusher).Flush()
 		g.wait()
 		_, _ = w.Write(body[10:])
-	}, func(o *Options) { o.FillWindow = 2 })
+	}, func(o *Options) { o.FillWindow = 2; o.FillLagWait = 10 * time.Millisecond })
 	c, err := p.ln.Dial()
 	if err != nil {
 		t.Fatal(err)
@@ -316,3 +316,80 @@ func TestLaggingReaderReadsFromStore(t *testing.T) {
 }
 
 var _ net.Conn
+
+// slowRead reads a response over c at about chunk bytes per pause,
+// returning the body bytes received before an error or the end.
+func slowRead(t *testing.T, c net.Conn, chunk int, pause time.Duration) ([]byte, error) {
+	t.Helper()
+	_, _ = io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	br := bufioReader(c)
+	var resp fasthttp.Response
+	resp.SkipBody = true
+	if err := resp.Header.Read(br); err != nil {
+		return nil, err
+	}
+	want := resp.Header.ContentLength()
+	var got []byte
+	buf := make([]byte, chunk)
+	for len(got) < want {
+		n, err := io.ReadFull(br, buf[:min(chunk, want-len(got))])
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return got, err
+		}
+		time.Sleep(pause)
+	}
+	return got, nil
+}
+
+// TestSlowReaderNotCutOff: the store drops every slice (admission said
+// no), the origin is faster than the client: the fill must wait for its
+// reader rather than cut it off.
+func TestSlowReaderNotCutOff(t *testing.T) {
+	body := bigBody(12 * (64 << 10))
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.FillWindow = 2; o.SliceSize = 64 << 10 })
+	p.store.Drop = func([]byte) bool { return true }
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := slowRead(t, c, 128<<10, 2*time.Millisecond)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("slow reader got %d of %d bytes, err %v", len(got), len(body), err)
+	}
+}
+
+// TestStalledReaderDetached: a reader that holds a stored fill back longer
+// than FillLagWait is let go; the fill completes and is stored for others.
+func TestStalledReaderDetached(t *testing.T) {
+	body := bigBody(12 * (64 << 10))
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.FillWindow = 2; o.SliceSize = 64 << 10; o.FillLagWait = 20 * time.Millisecond })
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	// Read nothing: the fill must still finish and commit.
+	waitFor(t, func() bool { return p.hits.Load() == 1 })
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	r := p.get("/slow")
+	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+	if !bytes.Equal(r.Body(), body) {
+		t.Fatalf("hit body %d bytes", len(r.Body()))
+	}
+	// The stalled reader reads on from the store and still gets it all.
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(c)); err != nil || !bytes.Equal(resp.Body(), body) {
+		t.Fatalf("detached reader: %d bytes, err %v", len(resp.Body()), err)
+	}
+}

@@ -39,7 +39,7 @@ func TestUnsafeMethodInvalidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == "GET" {
-					cacheable("content " + r.URL.Path)(w, r)
+					cacheable("content "+r.URL.Path)(w, r)
 					return
 				}
 				for i := 0; i+1 < len(tc.hdr); i += 2 {

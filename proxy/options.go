@@ -76,6 +76,12 @@ type Options struct {
 	MaxVariants int `yaml:"max_variants"`
 	// FillTimeout bounds a whole fill (headers and body). Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
+	// FillLagWait is how long a stored fill holds back for a reader that
+	// has fallen a window behind before it lets that reader go on alone
+	// (reading slices back from the store, which may have dropped them).
+	// A reader slower than the origin thus slows the fill for at most this
+	// long, once. Default 5s.
+	FillLagWait time.Duration `yaml:"fill_lag_wait"`
 	// MaxHeaderBytes bounds a request's header; larger gets 431. Default 16 KiB.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxRequestBodySize bounds request bodies (413 beyond). Default 4 MiB.
@@ -94,6 +100,8 @@ type Options struct {
 	// PurgeToken enables the admin POST /purge behind "Authorization:
 	// Bearer <token>". Empty disables purge (403).
 	PurgeToken string `yaml:"purge_token"`
+	// Purge bounds and persists purges by tag and prefix.
+	Purge PurgeOptions `yaml:"purge"`
 	// Logger receives errors worth a look. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
 	// Registerer gets the proxy's metrics. Nil: no metrics.
@@ -112,12 +120,14 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxFills, 64)
 	setDefault(&o.MaxVariants, 16)
 	setDefault(&o.FillTimeout, 10*time.Minute)
+	setDefault(&o.FillLagWait, 5*time.Second)
 	setDefault(&o.MaxHeaderBytes, 16<<10)
 	setDefault(&o.MaxRequestBodySize, 4<<20)
 	setDefault(&o.MaxConns, 65536)
 	setDefault(&o.ReadTimeout, 30*time.Second)
 	setDefault(&o.ClientIdleTimeout, 60*time.Second)
 	setDefault(&o.ViaName, "strata")
+	o.Purge.EnsureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,9 +178,10 @@ func (o *Options) Validate() error {
 	if o.MaxVariants < 1 || o.MaxVariants > maxVariantsLimit {
 		bad("max_variants %d not in [1, %d]", o.MaxVariants, maxVariantsLimit)
 	}
-	if o.FillTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
+	if o.FillTimeout < 0 || o.FillLagWait < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")
 	}
+	errs = append(errs, o.Purge.Validate())
 	errs = append(errs, o.validateOrigins()...)
 	return errors.Join(errs...)
 }

@@ -30,6 +30,7 @@ type Server struct {
 	vlocks variantLocks
 	nfills atomic.Int64
 	pool   sync.Pool // *reqState
+	purges purges
 
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
@@ -64,6 +65,12 @@ func New(store Store, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	pu, err := newPurges(&opts.Purge, opts.Now())
+	if errors.Is(err, ErrCorrupt) {
+		opts.Logger.Error("proxy: purge state unreadable: everything stored before now is hidden", "err", err)
+	} else if err != nil {
+		return nil, err
+	}
 	r, err := newRouter(opts.Origins)
 	if err != nil {
 		return nil, err
@@ -72,7 +79,7 @@ func New(store Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	s := &Server{opts: opts, store: store, router: r, m: m,
+	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.fills.init()
 	s.vlocks.seed = maphash.MakeSeed()
@@ -193,6 +200,9 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	}
 	if err := decodeObject(&st.obj, val); err != nil {
 		s.m.corrupt.Inc()
+		return csMiss
+	}
+	if s.purged(&st.obj, st.key) {
 		return csMiss
 	}
 	st.rec, st.have = val, true

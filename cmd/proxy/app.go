@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/valyala/fasthttp"
+
+	"strata/admission"
+	"strata/blockdev"
+	"strata/configs"
+	"strata/hybrid"
+	"strata/proxy"
+)
+
+// app is the running strata: what start built, in construction order,
+// and what shutdown takes apart in reverse. It owns every goroutine it
+// starts (one Serve per listener), tracked by serving.
+type app struct {
+	log             *slog.Logger
+	shutdownTimeout time.Duration
+
+	clock    *admission.CoarseClock
+	cache    *hybrid.Cache
+	proxy    *proxy.Server
+	admin    *proxy.Admin
+	srv      *fasthttp.Server // client listeners (plain and TLS)
+	adminSrv *fasthttp.Server
+
+	serving  sync.WaitGroup
+	serveErr chan error // the first failure of a Serve; buffered for all
+}
+
+// start builds everything and starts serving. On failure it closes what
+// it had built and returns the error.
+func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger) (a *app, err error) {
+	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
+	p.Device.Logger, p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger, logger
+	defer func() {
+		if err != nil {
+			a.shutdown()
+		}
+	}()
+	if err := a.openCache(p); err != nil {
+		return a, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := reg.Register(newCacheCollector(a.cache)); err != nil {
+		return a, fmt.Errorf("strata: cache metrics: %w", err)
+	}
+	p.Proxy.Registerer = reg
+	if a.proxy, err = proxy.New(a.cache, p.Proxy); err != nil {
+		return a, err
+	}
+	a.admin = proxy.NewAdmin(a.proxy, reg)
+	a.srv = a.proxy.HTTPServer()
+	a.adminSrv = &fasthttp.Server{Handler: a.admin.Handler, Name: "strata-admin",
+		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
+		Logger: a.proxy.HTTPServer().Logger}
+	if err := a.listen(cfg); err != nil {
+		return a, err
+	}
+	a.admin.SetReady(true)
+	return a, nil
+}
+
+// openCache opens the device (if any), the admission controller on a
+// coarse clock, and the cache.
+func (a *app) openCache(p *configs.Parts) error {
+	if p.DevicePath != "" {
+		t0 := time.Now()
+		dev, err := openDevice(p.DevicePath, p.Device)
+		if err != nil {
+			return err
+		}
+		a.log.Info("cache device opened", "path", p.DevicePath, "size", configs.FormatSize(dev.Size()),
+			"block_size", dev.BlockSize(), "direct", isDirect(dev), "took", time.Since(t0))
+		p.Cache.Device = dev
+		a.clock = admission.NewCoarseClock(0)
+		p.Admission.RateLimit.Clock = a.clock
+		ctl, err := admission.New(p.Admission)
+		if err != nil {
+			dev.Close()
+			return err
+		}
+		p.Cache.Admission = ctl
+	}
+	t0 := time.Now()
+	c, err := hybrid.Open(p.Cache) // owns the device from here, also on failure
+	if err != nil {
+		return err
+	}
+	a.cache = c
+	s := c.Stats()
+	a.log.Info("cache opened", "memory", configs.FormatSize(s.Memory.Capacity), "disk", s.DiskEnabled,
+		"recovered_entries", s.Disk.Recovered, "took", time.Since(t0))
+	return nil
+}
+
+// openDevice opens path as the cache device: a block device as it is, a
+// file created (with its directory) at opts.Size when missing.
+func openDevice(path string, opts blockdev.Options) (blockdev.Device, error) {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("strata: cache directory: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("strata: cache device: %w", err)
+	case st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice != 0:
+		return nil, fmt.Errorf("strata: cache device %s is a character device; want a block device or a file", path)
+	}
+	dev, err := blockdev.Open(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("strata: cache device %s: %w", path, err)
+	}
+	return dev, nil
+}
+
+func isDirect(dev blockdev.Device) bool {
+	d, ok := dev.(interface{ Direct() bool })
+	return ok && d.Direct()
+}
+
+// listen binds every listener (so a bind failure stops the start before
+// anything serves), then serves each on a goroutine of its own.
+func (a *app) listen(cfg *configs.Config) error {
+	type bound struct {
+		name, scheme string
+		ln           net.Listener
+		serve        func(net.Listener) error
+	}
+	var lns []bound
+	bind := func(name, scheme, addr string, serve func(net.Listener) error) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("strata: %s listener: %w", name, err)
+		}
+		lns = append(lns, bound{name, scheme, ln, serve})
+		return nil
+	}
+	err := bind("strata", "http", cfg.Listen, a.srv.Serve)
+	if err == nil && cfg.TLS.Listen != "" {
+		err = bind("strata", "https", cfg.TLS.Listen, func(ln net.Listener) error {
+			return a.srv.ServeTLS(ln, cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		})
+	}
+	if err == nil {
+		err = bind("admin", "http", cfg.AdminListen, a.adminSrv.Serve)
+	}
+	if err != nil {
+		for _, b := range lns {
+			b.ln.Close()
+		}
+		return err
+	}
+	for _, b := range lns {
+		a.serve(b.name, b.scheme, b.ln, b.serve)
+	}
+	return nil
+}
+
+// serve runs one listener; its failure (not a shutdown) is reported on
+// serveErr.
+func (a *app) serve(name, scheme string, ln net.Listener, serve func(net.Listener) error) {
+	a.serving.Add(1)
+	a.log.Info(fmt.Sprintf("%s listening on %s://%s", name, scheme, ln.Addr()))
+	go func() {
+		defer a.serving.Done()
+		if err := serve(ln); err != nil {
+			a.serveErr <- fmt.Errorf("strata: %s listener %s: %w", name, ln.Addr(), err)
+		}
+	}()
+}
+
+// shutdown takes apart what start built, in reverse, logging each step.
+// It is safe on a partly built app.
+func (a *app) shutdown() error {
+	var errs []error
+	step := func(name string, timeout time.Duration, f func(ctx context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		t0 := time.Now()
+		err := f(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			a.log.Warn("shutdown: "+name, "took", time.Since(t0), "err", err)
+			return
+		}
+		a.log.Info("shutdown: "+name, "took", time.Since(t0))
+	}
+	if a.admin != nil {
+		a.admin.SetReady(false)
+	}
+	if a.srv != nil {
+		step("stop accepting and drain requests", a.shutdownTimeout, a.srv.ShutdownWithContext)
+	}
+	if a.proxy != nil {
+		step("close proxy (fills)", a.shutdownTimeout, a.proxy.Close)
+	}
+	if a.cache != nil {
+		step("close cache (flush, sync, close device)", a.shutdownTimeout, a.cache.Close)
+	}
+	if a.clock != nil {
+		step("stop admission clock", time.Second, a.clock.Close)
+	}
+	if a.adminSrv != nil {
+		step("close admin listener", time.Second, a.adminSrv.ShutdownWithContext)
+	}
+	a.serving.Wait()
+	return errors.Join(errs...)
+}

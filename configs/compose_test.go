@@ -1,0 +1,112 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"strata/hybrid"
+)
+
+// TestCompose: the embedded default maps field by field onto each
+// package's Options, and those validate.
+func TestCompose(t *testing.T) {
+	c, err := LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compose(nil)
+	if err != nil {
+		t.Fatalf("default config does not compose: %v", err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"device path", p.DevicePath, "./data/strata.cache"},
+		{"device size", p.Device.Size, int64(1 << 30)},
+		{"memory", p.Cache.Memory.Capacity, int64(256 << 20)},
+		{"policy", p.Cache.Memory.Policy, hybrid.MemoryS3FIFO},
+		{"region", p.Cache.Disk.RegionSize, int64(16 << 20)},
+		{"runtime", p.Cache.Disk.Runtime, hybrid.RuntimeSeparated},
+		{"promote", p.Cache.NoPromote, false},
+		{"rate", p.Admission.RateLimit.BytesPerSecond, int64(64 << 20)},
+		{"burst", p.Admission.RateLimit.BurstBytes, int64(32 << 20)},
+		{"frequency off", p.Admission.Frequency.Disabled, true},
+		{"origin", p.Proxy.Origins[0].URL, "http://127.0.0.1:8081"},
+		{"origin read", p.Proxy.Origins[0].ResponseTimeout, 30 * time.Second},
+		{"slice", p.Proxy.SliceSize, 1 << 20},
+		{"max object", p.Proxy.MaxObjectSize, int64(256 << 20)},
+		{"header bytes", p.Proxy.MaxHeaderBytes, 16 << 10},
+		{"shared", p.Proxy.Policy.Shared, true},
+		{"no token", p.Proxy.PurgeToken, ""},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestComposeProblems: what a config allows but a package refuses is a
+// Problem naming the field, located on its line.
+func TestComposeProblems(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	os.WriteFile(token, []byte("  tok3n \nignored\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o600)
+	for _, tc := range []struct {
+		name, yaml, want string
+		line             int
+	}{
+		{"wildcard host", "origins:\n  - url: http://o:80\n    hosts: [\"*.a.test\"]\n    default: true\n", "origins[0].hosts[0]", 3},
+		{"host with port", "origins:\n  - url: http://o:80\n    hosts: [\"a.test:80\"]\n    default: true\n", "origins[0].hosts[0]", 3},
+		{"min frequency", "origins: [{url: http://o:80}]\ncache:\n  disk:\n    admission:\n      min_frequency: 20\n", "cache.disk.admission", 4},
+		{"too few regions", "origins: [{url: http://o:80}]\ncache:\n  disk:\n    path: /x\n    size: 64MiB\n", "cache.disk.size", 5},
+		{"slice over proxy max", "origins: [{url: http://o:80}]\ncache:\n  slice_size: 32MiB\n  disk: {region_size: 128MiB, size: 1GiB}\n", "origins", 0},
+		{"empty token file", "origins: [{url: http://o:80}]\nadmin: {purge_token_file: " + empty + "}\n", "admin.purge_token_file", 2},
+		{"token file ok", "origins: [{url: http://o:80}]\nadmin: {purge_token_file: " + token + "}\n", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load([]byte(tc.yaml), "t.yaml")
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			p, err := c.Compose(nil)
+			if tc.want == "" {
+				if err != nil || p.Proxy.PurgeToken != "tok3n" {
+					t.Fatalf("err %v, token %q; want tok3n", err, p.Proxy.PurgeToken)
+				}
+				return
+			}
+			ps, ok := err.(Problems)
+			if !ok {
+				t.Fatalf("err %v, want Problems", err)
+			}
+			ps = ps.Locate([]byte(tc.yaml), "t.yaml")
+			if ps[0].Field != tc.want || (tc.line != 0 && ps[0].Line != tc.line) {
+				t.Errorf("problems %v, want field %s on line %d", ps, tc.want, tc.line)
+			}
+		})
+	}
+}
+
+// TestCheckFiles names every missing file.
+func TestCheckFiles(t *testing.T) {
+	c := &Config{
+		TLS:     TLS{Listen: ":0", CertFile: "/nonexistent/cert", KeyFile: "/nonexistent/key"},
+		Origins: []Origin{{URL: "https://o", CAFile: "/nonexistent/ca"}},
+		Admin:   Admin{PurgeTokenFile: "/nonexistent/token"},
+	}
+	err := c.CheckFiles()
+	for _, f := range []string{"tls.cert_file", "tls.key_file", "origins[0].ca_file", "admin.purge_token_file"} {
+		if err == nil || !strings.Contains(err.Error(), f+": open /nonexistent/") {
+			t.Errorf("CheckFiles: %v; want a problem for %s", err, f)
+		}
+	}
+	if err := (&Config{}).CheckFiles(); err != nil {
+		t.Errorf("no files: %v", err)
+	}
+}
