@@ -218,9 +218,8 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPo
 	var si StoreInfo
 	StoreDecision(&si, &rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	cl := int64(resp.Header.ContentLength())
-	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace)
 	store := si.Store && cl <= s.opts.MaxObjectSize && resp.BodyStream() != nil && !f.keepPrior(resp.StatusCode()) &&
-		s.setVariant(f, &req.Header, &resp.Header, respTime.Add(si.Lifetime+keep))
+		s.setVariant(f, &req.Header, &resp.Header, s.storeExpiry(&si, respTime))
 	fasthttp.ReleaseRequest(req)
 	f.rv.status = resp.StatusCode()
 	if !store {
@@ -269,8 +268,7 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	if cl := resp.Header.ContentLength(); cl >= 0 {
 		f.declared = int64(cl)
 	}
-	keep := max(si.StaleWhileRevalidate, si.StaleIfError, f.s.opts.Policy.Grace)
-	f.expiry = respTime.Add(si.Lifetime + keep)
+	f.expiry = f.s.storeExpiry(si, respTime)
 	w := f.s.opts.FillWindow
 	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
 	for i := range f.slotIdx {

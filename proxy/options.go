@@ -74,6 +74,12 @@ type Options struct {
 	// secondary key) stored per URL; storing one more evicts the oldest.
 	// Default 16; 1..1024.
 	MaxVariants int `yaml:"max_variants"`
+	// RevalidateKeep is how long a stored response with a validator (ETag
+	// or Last-Modified) stays in the store past its freshness lifetime and
+	// stale windows, to be revalidated with a conditional request (a 304
+	// refreshes it without the body) rather than fetched again (Varnish's
+	// keep). Default 1h; negative: none.
+	RevalidateKeep time.Duration `yaml:"revalidate_keep"`
 	// FillTimeout bounds a whole fill (headers and body). Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// FillLagWait is how long a stored fill holds back for a reader that
@@ -119,6 +125,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 64)
 	setDefault(&o.MaxVariants, 16)
+	setDefault(&o.RevalidateKeep, time.Hour)
 	setDefault(&o.FillTimeout, 10*time.Minute)
 	setDefault(&o.FillLagWait, 5*time.Second)
 	setDefault(&o.MaxHeaderBytes, 16<<10)

@@ -178,8 +178,7 @@ func (s *Server) refresh(f *fill, rp *RequestPolicy, h304 *fasthttp.ResponseHead
 	rec := appendObject(nil, &o)
 	mkey := metaKey(nil, f.key)
 	if si.Store {
-		keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace)
-		s.store.Insert(mkey, rec, respTime.Add(si.Lifetime+keep))
+		s.store.Insert(mkey, rec, s.storeExpiry(&si, respTime))
 	} else {
 		s.store.Remove(mkey)
 	}
@@ -229,6 +228,22 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 	h.SetNoDefaultContentType(true)
 	return h.Read(bufio.NewReader(bytes.NewReader(wire)))
 }
+
+// storeExpiry is when the store may drop a response received at
+// respTime: past its freshness and stale windows, and, when it has a
+// validator, RevalidateKeep more so that it can still be revalidated
+// with a conditional request instead of fetched again.
+func (s *Server) storeExpiry(si *StoreInfo, respTime time.Time) time.Time {
+	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace, 0)
+	if len(si.ETag) > 0 || !si.LastModified.IsZero() {
+		keep += max(s.opts.RevalidateKeep, 0)
+	}
+	return respTime.Add(min(si.Lifetime, maxStoreLifetime) + keep)
+}
+
+// maxStoreLifetime caps the lifetime counted in a store expiry (a max-age
+// of 2^31 s would overflow time arithmetic with the windows added).
+const maxStoreLifetime = 100 * 365 * 24 * time.Hour
 
 // keepPrior: an origin error answer that must not replace a stored
 // response the leader may serve instead.

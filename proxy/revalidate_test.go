@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -344,5 +345,33 @@ func TestMergeHeaders(t *testing.T) {
 		if len(got[k]) > 0 {
 			t.Errorf("hop-by-hop %s merged: %q", k, got[k])
 		}
+	}
+}
+
+// TestStoreExpiry: a response with a validator outlives its freshness by
+// RevalidateKeep so that it can be revalidated; one without does not.
+func TestStoreExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		keep time.Duration
+		si   StoreInfo
+		want time.Duration
+	}{
+		{"no validator", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}, time.Minute},
+		{"etag", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute + time.Hour},
+		{"lm and swr", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: 10 * time.Second, StaleIfError: -1}, LastModified: now}, time.Minute + 10*time.Second + time.Hour},
+		{"keep disabled", -1, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(context.Background())
+			if got := s.storeExpiry(&tc.si, now).Sub(now); got != tc.want {
+				t.Fatalf("expiry in %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
