@@ -80,6 +80,13 @@ type Options struct {
 	// refreshes it without the body) rather than fetched again (Varnish's
 	// keep). Default 1h; negative: none.
 	RevalidateKeep time.Duration `yaml:"revalidate_keep"`
+	// StaleIfUnreachable: when the origin cannot be reached (connection
+	// error, timeout) a stored response stale by at most this long is
+	// served instead of 502/504, as RFC 9111 §4.2.4 lets a disconnected
+	// cache do, unless must-revalidate, proxy-revalidate, s-maxage or
+	// no-cache forbid it. Default 1h; negative: never (then only
+	// stale-if-error and Policy.Grace apply).
+	StaleIfUnreachable time.Duration `yaml:"stale_if_unreachable"`
 	// FillTimeout bounds a whole fill (headers and body). Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// FillLagWait is how long a stored fill holds back for a reader that
@@ -126,6 +133,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxFills, 64)
 	setDefault(&o.MaxVariants, 16)
 	setDefault(&o.RevalidateKeep, time.Hour)
+	setDefault(&o.StaleIfUnreachable, time.Hour)
 	setDefault(&o.FillTimeout, 10*time.Minute)
 	setDefault(&o.FillLagWait, 5*time.Second)
 	setDefault(&o.MaxHeaderBytes, 16<<10)

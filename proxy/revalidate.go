@@ -14,13 +14,12 @@ import (
 // like a miss, with the stored record handed to the fill (prior). When the
 // record has validators, the fill's origin request carries If-None-Match
 // (its ETag) and If-Modified-Since (its Last-Modified, as sent). Outcomes:
-//   - 304 that selects the stored response (§4.3.4: its ETag, else its
-//     Last-Modified, equals the stored one; a 304 with neither selects a
-//     stored response only when that has no validator either, which is
-//     never the case here): the stored headers are updated from the 304
-//     (every stored end-to-end field the 304 also carries is replaced;
-//     hop-by-hop, Content-Length, Age and Alt-Svc never are; a 304
-//     without Date gets the time it arrived), StoreDecision is run again
+//   - 304 that selects the stored response (selects304: its ETag, else
+//     its Last-Modified, equals the stored one, or it has neither): the
+//     stored headers are updated from the 304 (every stored end-to-end
+//     field the 304 also carries is replaced, but hop-by-hop, Content-Length,
+//     Age, Alt-Svc, Content-Encoding, Content-Range and Content-MD5 never
+//     are; a 304 without Date gets the time it arrived), StoreDecision is run again
 //     on the result with the stored status, and the record is re-inserted
 //     with the same generation and body, so its slices stay valid. Every
 //     request waiting on the fill serves the refreshed record
@@ -129,11 +128,17 @@ func (s *Server) originDo(ctx context.Context, o *origin, req *fasthttp.Request,
 	return reqTime, respTime, err
 }
 
-// selects304 is §4.3.4's selection for the one stored response: a strong
-// ETag in the 304 selects a stored response with the same strong ETag, a
-// weak one the same weak ETag; without an ETag, a Last-Modified selects a
-// stored response with the same Last-Modified; with neither, only a stored
-// response without validators would be selected.
+// selects304 is §4.3.4's selection for the one stored response p, to
+// which the fill's request was made conditional: a strong ETag in the 304
+// selects p if p has the same strong ETag, a weak one the same weak ETag;
+// without an ETag, a Last-Modified selects p if it has the same
+// Last-Modified. A 304 with no validator at all is read as confirming p:
+// the origin evaluated our precondition, built from p's validators, and
+// there is no other stored response it could mean (§4.3.4's last rule
+// names only a validator-less stored response; origins that omit ETag
+// from 304s, against RFC 9110 §15.4.5, are common, and refetching for
+// them would cost a full body each time). A 304 whose validator
+// contradicts p selects nothing.
 func selects304(p *object, h *fasthttp.ResponseHeader) bool {
 	if tag := h.Peek(fasthttp.HeaderETag); len(tag) > 0 {
 		weak, _ := etagSplit(tag)
@@ -147,7 +152,7 @@ func selects304(p *object, h *fasthttp.ResponseHeader) bool {
 		t, ok := httpDate(lm)
 		return ok && !p.LastModified.IsZero() && t.Equal(p.LastModified)
 	}
-	return len(p.ETag) == 0 && p.LastModified.IsZero()
+	return true
 }
 
 // refresh applies a 304 to the prior record (see the type comment). It
@@ -204,7 +209,7 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 		if len(name) == 4 && varyCompareFold(name, []byte("Date")) == 0 {
 			return true // the 304's, or now
 		}
-		return storedHeader(name, conn) && len(h304.PeekBytes(name)) > 0
+		return updatable(name, conn) && len(h304.PeekBytes(name)) > 0
 	}
 	wire := append(make([]byte, 0, 1024), "HTTP/1.1 200 OK\r\n"...)
 	line := func(k, v []byte) {
@@ -216,7 +221,7 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 		}
 	}
 	for k, v := range h304.All() {
-		if storedHeader(k, conn) {
+		if updatable(k, conn) {
 			line(k, v)
 		}
 	}
@@ -244,6 +249,23 @@ func (s *Server) storeExpiry(si *StoreInfo, respTime time.Time) time.Time {
 // maxStoreLifetime caps the lifetime counted in a store expiry (a max-age
 // of 2^31 s would overflow time arithmetic with the windows added).
 const maxStoreLifetime = 100 * 365 * 24 * time.Hour
+
+// updatable: a 304's field that may replace the stored ones: a field
+// that may be stored, except those describing the stored body's bytes,
+// which the 304 did not send (§3.2: "header fields that the cache's
+// stored response depends upon"): Content-Encoding, Content-Range,
+// Content-MD5 (Content-Length is never stored).
+func updatable(name, conn []byte) bool {
+	if !storedHeader(name, conn) {
+		return false
+	}
+	for _, f := range [...]string{"Content-Encoding", "Content-Range", "Content-MD5"} {
+		if len(name) == len(f) && varyCompareFold(name, []byte(f)) == 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // keepPrior: an origin error answer that must not replace a stored
 // response the leader may serve instead.

@@ -158,9 +158,9 @@ func TestRevalidate200Replaces(t *testing.T) {
 	expectBody(t, r, smallBody(2))
 }
 
-// TestRevalidate304NotSelected: a 304 that names another validator, or
-// none while the stored response has one, selects nothing (§4.3.4): the
-// proxy fetches the representation again, unconditionally.
+// TestRevalidate304NotSelected: a 304 that names another validator
+// selects nothing (§4.3.4): the proxy fetches the representation again,
+// unconditionally.
 func TestRevalidate304NotSelected(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -174,8 +174,9 @@ func TestRevalidate304NotSelected(t *testing.T) {
 			w.Header().Set("ETag", `W/"v1"`)
 			w.WriteHeader(http.StatusNotModified)
 		}},
-		{"no validators", func(w http.ResponseWriter) {
+		{"other last-modified", func(w http.ResponseWriter) {
 			w.Header().Del("ETag")
+			w.Header().Set("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT")
 			w.WriteHeader(http.StatusNotModified)
 		}},
 	} {
@@ -295,7 +296,7 @@ func TestSelects304(t *testing.T) {
 		{"lm equal", "", lm, []string{"Last-Modified: " + lmS}, true},
 		{"lm differs", "", lm, []string{"Last-Modified: " + other}, false},
 		{"lm invalid", "", lm, []string{"Last-Modified: soon"}, false},
-		{"none, stored has validators", `"a"`, lm, nil, false},
+		{"none confirms the stored response", `"a"`, lm, nil, true},
 		{"none, stored has none", "", time.Time{}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,13 +314,14 @@ func TestSelects304(t *testing.T) {
 func TestMergeHeaders(t *testing.T) {
 	stored := []headerKV{
 		{[]byte("Content-Type"), []byte("text/html")},
+		{[]byte("Content-Encoding"), []byte("gzip")},
 		{[]byte("X-Multi"), []byte("1")}, {[]byte("X-Multi"), []byte("2")},
 		{[]byte("Cache-Control"), []byte("max-age=10")},
 		{[]byte("Date"), []byte("Mon, 01 Jan 2024 00:00:00 GMT")},
 		{[]byte("X-Keep"), []byte("k")},
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	h304 := testResponse(t, "304 Not Modified", "X-Multi: 3", "Cache-Control: max-age=99",
+	h304 := testResponse(t, "304 Not Modified", "X-Multi: 3", "Cache-Control: max-age=99", "Content-Encoding: br",
 		"Connection: close, X-Hop", "X-Hop: h", "Keep-Alive: timeout=5", "Content-Length: 0")
 	h := &fasthttp.ResponseHeader{}
 	if err := mergeHeaders(h, stored, h304, now); err != nil {
@@ -330,11 +332,12 @@ func TestMergeHeaders(t *testing.T) {
 		got[string(k)] = append(got[string(k)], string(v))
 	}
 	want := map[string][]string{
-		"Content-Type":  {"text/html"},
-		"X-Multi":       {"3"},
-		"Cache-Control": {"max-age=99"},
-		"Date":          {string(fasthttp.AppendHTTPDate(nil, now))},
-		"X-Keep":        {"k"},
+		"Content-Type":     {"text/html"},
+		"Content-Encoding": {"gzip"}, // describes the stored bytes
+		"X-Multi":          {"3"},
+		"Cache-Control":    {"max-age=99"},
+		"Date":             {string(fasthttp.AppendHTTPDate(nil, now))},
+		"X-Keep":           {"k"},
 	}
 	for k, v := range want {
 		if strings.Join(got[k], "|") != strings.Join(v, "|") {
@@ -374,4 +377,22 @@ func TestStoreExpiry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Test304WithoutValidators: a 304 without ETag or Last-Modified to our
+// conditional confirms the stored response (see selects304).
+func Test304WithoutValidators(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
+	p.gets("/nv304")
+	p.clock.Advance(20 * time.Second)
+	o.not304.Store(func(w http.ResponseWriter) {
+		w.Header().Del("ETag")
+		w.Header().Set("X-Extra", "updated")
+		w.WriteHeader(http.StatusNotModified)
+	})
+	r := p.gets("/nv304")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
+	expectHeader(t, r, "X-Extra", "updated")
+	expectHeader(t, r, "ETag", `"v1"`)
+	expectBody(t, r, smallBody(1))
 }

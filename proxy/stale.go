@@ -19,7 +19,9 @@ import (
 //     or 504, a request whose Verdict has ServeOnError (fresh, or stale
 //     within stale-if-error from the response or the request, or the
 //     grace) gets the stored response with "fwd=stale;
-//     detail=stale-if-error".
+//     detail=stale-if-error". When the origin cannot be reached at all,
+//     a response stale by at most Options.StaleIfUnreachable is served
+//     the same way without any directive (§4.2.4: a disconnected cache).
 //
 // must-revalidate, proxy-revalidate, s-maxage (shared) and no-cache
 // (request or response) make Evaluate refuse all of these: the answer is
@@ -38,7 +40,7 @@ func (s *Server) afterFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *o
 		s.serveRefreshed(ctx, st, f, o, cs)
 		return true
 	case fillFailed:
-		if st.have && st.verdict.ServeOnError {
+		if st.have && (st.verdict.ServeOnError || s.unreachableStale(st)) {
 			f.release()
 			s.serveStale(ctx, st)
 			return true
@@ -89,6 +91,14 @@ func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill
 	s.writeNotModified(ctx, f.obj.Headers, age, cs)
 	f.release()
 	return true
+}
+
+// unreachableStale: the origin could not be reached and the stored
+// response may stand in (Options.StaleIfUnreachable, RFC 9111 §4.2.4).
+func (s *Server) unreachableStale(st *reqState) bool {
+	o := &st.obj
+	return s.opts.StaleIfUnreachable > 0 && !o.MustRevalidate && !o.NoCache && !st.rp.CC.NoCache &&
+		st.verdict.Staleness <= s.opts.StaleIfUnreachable
 }
 
 // serveRefreshed answers from the record a 304 just refreshed.

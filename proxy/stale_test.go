@@ -54,7 +54,7 @@ func TestStaleIfError(t *testing.T) {
 		{"502", 502, 502},
 		{"503", 503, 503},
 		{"504", 504, 504},
-		{"connection error", -1, 502},
+		{"connection error", -1, 200}, // still served: StaleIfUnreachable (1h)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, o := newVersioned(t, "max-age=10, stale-if-error=60", true, false, smallBody, nil)
@@ -77,6 +77,38 @@ func TestStaleIfError(t *testing.T) {
 			r = p.gets("/e")
 			expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
 		})
+	}
+}
+
+// TestStaleIfUnreachable: with no directive, a disconnected origin gets
+// the stored response served within StaleIfUnreachable (§4.2.4), never a
+// 5xx answer, never beyond the bound or when forbidden.
+func TestStaleIfUnreachable(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", true, false, smallBody, func(opts *Options) { opts.StaleIfUnreachable = time.Minute })
+	p.gets("/u")
+	p.clock.Advance(30 * time.Second)
+	o.status.Store(-1)
+	r := p.gets("/u")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; detail=stale-if-error")
+	expectBody(t, r, smallBody(1))
+	if r := p.gets("/u", "Cache-Control", "no-cache"); r.StatusCode() != 502 {
+		t.Fatalf("request no-cache: %d, want 502", r.StatusCode())
+	}
+	o.status.Store(503)
+	if r := p.gets("/u"); r.StatusCode() != 503 {
+		t.Fatalf("503 without stale-if-error: %d, want 503", r.StatusCode())
+	}
+	o.status.Store(-1)
+	p.clock.Advance(time.Minute)
+	if r := p.gets("/u"); r.StatusCode() != 502 {
+		t.Fatalf("beyond the bound: %d, want 502", r.StatusCode())
+	}
+	q, qo := newVersioned(t, "max-age=10", true, false, smallBody, func(opts *Options) { opts.StaleIfUnreachable = -1 })
+	q.gets("/u")
+	q.clock.Advance(30 * time.Second)
+	qo.status.Store(-1)
+	if r := q.gets("/u"); r.StatusCode() != 502 {
+		t.Fatalf("disabled: %d, want 502", r.StatusCode())
 	}
 }
 
