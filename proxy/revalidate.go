@@ -235,11 +235,15 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 }
 
 // storeExpiry is when the store may drop a response received at
-// respTime: past its freshness and stale windows, and, when it has a
-// validator, RevalidateKeep more so that it can still be revalidated
-// with a conditional request instead of fetched again.
+// respTime: past its freshness, its stale windows and StaleIfUnreachable
+// (unless must-revalidate or no-cache forbid serving it stale), and, when
+// it has a validator, RevalidateKeep more so that it can still be
+// revalidated with a conditional request instead of fetched again.
 func (s *Server) storeExpiry(si *StoreInfo, respTime time.Time) time.Time {
 	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace, 0)
+	if !si.MustRevalidate && !si.NoCache {
+		keep = max(keep, s.opts.StaleIfUnreachable)
+	}
 	if len(si.ETag) > 0 || !si.LastModified.IsZero() {
 		keep += max(s.opts.RevalidateKeep, 0)
 	}

@@ -364,10 +364,12 @@ func TestStoreExpiry(t *testing.T) {
 		{"no validator", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}, time.Minute},
 		{"etag", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute + time.Hour},
 		{"lm and swr", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: 10 * time.Second, StaleIfError: -1}, LastModified: now}, time.Minute + 10*time.Second + time.Hour},
+		{"must-revalidate", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1, MustRevalidate: true}}, time.Minute},
 		{"keep disabled", -1, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep})
+			s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep,
+				StaleIfUnreachable: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -395,4 +397,23 @@ func Test304WithoutValidators(t *testing.T) {
 	expectHeader(t, r, "X-Extra", "updated")
 	expectHeader(t, r, "ETag", `"v1"`)
 	expectBody(t, r, smallBody(1))
+}
+
+// TestStoreExpiryUnreachable: a response that may be served stale to a
+// disconnected client is kept StaleIfUnreachable past its lifetime.
+func TestStoreExpiryUnreachable(t *testing.T) {
+	s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, StaleIfUnreachable: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	si := StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}
+	if got := s.storeExpiry(&si, now).Sub(now); got != 2*time.Minute {
+		t.Fatalf("expiry in %v, want 2m", got)
+	}
+	si.NoCache = true
+	if got := s.storeExpiry(&si, now).Sub(now); got != time.Minute {
+		t.Fatalf("no-cache: expiry in %v, want 1m", got)
+	}
 }
