@@ -12,13 +12,22 @@
 // request may use the cache. If not (method, request no-store) it is
 // passed: forwarded and streamed back, "Cache-Status: strata; fwd=bypass".
 // Otherwise BuildKey makes the object key and the record is read from the
-// store. A fresh record is served: stored status and headers, Age per RFC
-// 9111 §4.2.3, Via, "Cache-Status: strata; hit; detail=memory|disk"; an
-// inline body is copied into fasthttp's response buffer, a sliced body
-// streams slice by slice (sliceReader). HEAD is answered from a stored
-// GET. A stale, refused (request no-cache), corrupt or sliceless record,
-// or none, goes to the miss path (fwd=stale, fwd=request, fwd=miss,
-// fwd=uri-miss; "; stored" added when the response is being stored).
+// store; a variant index there (variants.go) leads to the record of the
+// request's variant. Evaluate (freshness.go) then decides, with the
+// request's and the response's directives: a fresh record, or a stale one
+// the request's max-stale accepts, is served: stored status and headers,
+// Age per RFC 9111 §4.2.3, Via, "Cache-Status: strata; hit;
+// detail=memory|disk" (detail=stale when stale); an inline body is copied
+// into fasthttp's response buffer, a sliced body streams slice by slice
+// (sliceReader). HEAD is answered from a stored GET, and a matching
+// If-None-Match / If-Modified-Since with a 304 (conditional_serve.go). A
+// record stale within stale-while-revalidate or the grace is served the
+// same way while one background revalidation runs (revalidate.go,
+// stale.go). Anything else (must validate, corrupt, sliceless, none) goes
+// to the miss path (fwd=stale, fwd=request, fwd=miss, fwd=uri-miss; ";
+// stored" added when the response is being stored), carrying the stored
+// record along for revalidation and stale-if-error. Unsafe methods are
+// passed and invalidate the URL on success (invalidate.go).
 //
 // # Misses and fills
 //
@@ -26,10 +35,12 @@
 // one (fill.go). The fill runs in a goroutine owned by the Server, with
 // its own context (derived from the Server's lifetime, bounded by
 // FillTimeout): a client that leaves does not cancel it. It asks the
-// origin for the whole, unconditional GET. When the headers arrive,
-// StoreDecision says whether the response may be stored; if not (or it
-// carries Vary, which issue 6 handles, or its Content-Length exceeds
-// MaxObjectSize), the response is handed to the leader alone, which
+// origin for the whole GET, made conditional on the stored record's
+// validators when it revalidates one (a 304 refreshes the record in place,
+// see revalidate.go). When the headers arrive, StoreDecision says whether
+// the response may be stored (a varying one under its variant's key); if
+// not (or its Content-Length exceeds MaxObjectSize, or it is a 5xx while a
+// stored response may stand in for it), the response is handed to the leader alone, which
 // streams it through, and every waiter makes its own origin request: a
 // private answer is never shared. Otherwise all of them read the same
 // body as it arrives (read-while-write), with "collapsed" in the waiters'
@@ -61,7 +72,8 @@
 // status, end-to-end headers (hop-by-hop, Connection-listed, Content-Length,
 // Age and Alt-Svc removed), request/response times, Date, Expires,
 // Last-Modified, the origin's Age, lifetime, stale windows, ETag, Vary and
-// variant key (for issue 6), body length, slice size, a random generation,
+// secondary (variant) key, flags (must-revalidate, heuristic, inline,
+// no-cache), body length, slice size, a random generation,
 // the body inline when it fits one slice, and a CRC-32C. Larger bodies are
 // slices under sliceKey(key, i) = 's'|key|i|len(key), each with a header
 // (generation, index, length, CRC-32C) checked before a byte is served. A

@@ -34,8 +34,10 @@ import (
 // most FillWindow × (SliceSize + slice header), and at most MaxFills fills
 // run at once.
 type fill struct {
-	s   *Server
-	key []byte // object key, owned
+	s    *Server
+	key  []byte // object key the fill runs for (fill map key), owned
+	skey []byte // object key the response is stored under: key, or a variant's (variants.go)
+	rv   fillReval
 
 	mu    sync.Mutex
 	cond  sync.Cond // progress, headers, end, a reader leaving
@@ -62,10 +64,11 @@ type fill struct {
 type fillState uint8
 
 const (
-	fillPending fillState = iota // waiting for the origin's headers
-	fillShared                   // storable: readers share the body
-	fillPrivate                  // not storable: the leader got the response, others fetch their own
-	fillFailed                   // the origin failed before headers
+	fillPending   fillState = iota // waiting for the origin's headers
+	fillShared                     // storable: readers share the body
+	fillPrivate                    // not storable: the leader got the response, others fetch their own
+	fillFailed                     // the origin failed before headers
+	fillRefreshed                  // a 304 refreshed the stored record (revalidate.go)
 )
 
 // fillMap is the sharded in-flight map key → fill.
@@ -92,16 +95,29 @@ func (fm *fillMap) join(s *Server, key []byte) (f *fill, leader bool) {
 	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if f = sh.m[string(key)]; f != nil {
-		f.mu.Lock()
-		f.refs++
-		f.mu.Unlock()
+	if f = sh.m[string(key)]; f != nil && f.tryRef() {
 		return f, false
 	}
+	// None, or one that has ended but not yet left the map: a new fill
+	// replaces it (remove deletes only its own entry).
 	f = &fill{s: s, key: append([]byte(nil), key...), refs: 2, declared: -1}
+	f.skey = f.key
 	f.cond.L = &f.mu
 	sh.m[string(f.key)] = f
 	return f, true
+}
+
+// tryRef takes a reference to f unless it has ended (done or failed): a
+// request must not be served the body of a fill that finished before it
+// arrived; the store has it, if it was stored. REQUIRES: the shard lock.
+func (f *fill) tryRef() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done || f.err != nil {
+		return false
+	}
+	f.refs++
+	return true
 }
 
 func (fm *fillMap) remove(f *fill) {
@@ -121,9 +137,12 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 	}
 	f, leader := s.fills.join(s, st.key)
 	if leader {
-		s.startFill(ctx, f, o, &st.rp)
+		s.startFill(ctx, f, o, st, false)
 	}
 	state, resp, err := f.waitHeaders(leader)
+	if s.afterFill(ctx, st, f, o, state, resp, leader, cs) {
+		return
+	}
 	switch {
 	case state == fillFailed:
 		f.release()
@@ -146,7 +165,16 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 
 // startFill builds the origin request from the client's and starts the
 // fill goroutine.
-func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, rp *RequestPolicy) {
+// startFill starts the fill f that the request st leads: it gives the fill
+// its keys and the record it revalidates (prepareFill) and runs it. A
+// background revalidation passes background: an error answer then never
+// replaces what is being served.
+func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *reqState, background bool) {
+	s.prepareFill(f, st)
+	if background {
+		f.rv.onError = true
+	}
+	rp := &st.rp
 	req := fasthttp.AcquireRequest()
 	ctx.Request.Header.CopyTo(&req.Header)
 	for _, h := range fillDropped {
@@ -154,6 +182,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, rp *Req
 	}
 	req.Header.DelBytes(hdrContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
+	f.addValidators(req)
 	s.prepareOriginRequest(req, ctx, o)
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
@@ -185,18 +214,18 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPo
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer s.endFill(f, cancel)
 	resp := fasthttp.AcquireResponse()
-	reqTime := s.opts.Now()
-	err := o.do(ctx, req, resp)
-	fasthttp.ReleaseRequest(req)
-	respTime := s.opts.Now()
-	s.m.originDuration.Observe(respTime.Sub(reqTime).Seconds())
-	if err != nil {
-		s.countOriginError(err)
+	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
+	if err != nil || refreshed {
+		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
-		f.fail(err)
+		if err != nil {
+			s.countOriginError(err)
+			f.fail(err)
+		}
 		return
 	}
-	s.fillFrom(ctx, f, resp, &rp, reqTime, respTime)
+	s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+	fasthttp.ReleaseRequest(req)
 }
 
 // endFill is the deferred end of a fill goroutine: it turns a panic into
@@ -217,11 +246,16 @@ func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
 // fillFrom runs the fill from the origin's response (headers read, body
 // streaming); it takes ownership of resp. A slice fetch whose origin
 // ignored Range enters here too (adoptFill).
-func (s *Server) fillFrom(ctx context.Context, f *fill, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
+// req is the request sent to the origin (its header selects the variant);
+// the caller keeps ownership of it.
+func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
 	var si StoreInfo
 	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	cl := int64(resp.Header.ContentLength())
-	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || resp.BodyStream() == nil {
+	store := si.Store && cl <= s.opts.MaxObjectSize && resp.BodyStream() != nil && !f.keepPrior(resp.StatusCode()) &&
+		s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
+	f.rv.status = resp.StatusCode()
+	if !store {
 		f.setPrivate(resp) // the leader owns resp now
 		return
 	}
@@ -256,7 +290,8 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
-	o.MustRevalidate = si.MustRevalidate
+	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
+	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]
@@ -266,8 +301,7 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	if cl := resp.Header.ContentLength(); cl >= 0 {
 		f.declared = int64(cl)
 	}
-	keep := max(si.StaleWhileRevalidate, si.StaleIfError, f.s.opts.Policy.Grace)
-	f.expiry = respTime.Add(si.Lifetime + keep)
+	f.expiry = f.s.storeExpiry(si, respTime)
 	w := f.s.opts.FillWindow
 	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
 	for i := range f.slotIdx {
@@ -330,7 +364,8 @@ func (f *fill) release() {
 		putSlab(b)
 		f.window[i] = nil
 	}
-	if f.handOff != nil { // no leader took it (cannot happen: the leader always waits)
+	if f.handOff != nil { // no leader took it: a background revalidation
+		f.handOff.CloseBodyStream()
 		fasthttp.ReleaseResponse(f.handOff)
 		f.handOff = nil
 	}
@@ -460,7 +495,7 @@ func (f *fill) insertSlice(idx int) {
 	data := slot[sliceHeaderLen:]
 	appendSliceHeader(slot[:0], f.obj.Gen, idx, data)
 	var kb [256]byte
-	f.s.store.Insert(sliceKey(kb[:0], f.key, idx), slot, f.expiry)
+	f.s.store.Insert(sliceKey(kb[:0], f.skey, idx), slot, f.expiry)
 	f.mu.Lock()
 	f.inserted = idx + 1
 	f.mu.Unlock()
@@ -487,9 +522,12 @@ func (f *fill) finish() error {
 		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
 		rec = appendObject(rec[:0], &f.obj)
 		var kb [256]byte
-		f.s.store.Insert(metaKey(kb[:0], f.key), rec, f.expiry)
-		f.s.recordTags(f.key, &f.obj)
+		f.s.store.Insert(metaKey(kb[:0], f.skey), rec, f.expiry)
+		f.s.recordTags(f.skey, &f.obj)
 		putSlab(rec)
+		if f.rv.vary != nil {
+			f.s.variantCommitted(f)
+		}
 	}
 	f.mu.Lock()
 	f.done = true

@@ -97,7 +97,7 @@ func (r *fillReader) readStored(p []byte, idx, off int) (int, error) {
 		if r.scratch == nil {
 			r.scratch = getSlab(sliceHeaderLen + f.s.opts.SliceSize)
 		}
-		v, _, ok := f.s.store.Get(sliceKey(kb[:0], f.key, idx), r.scratch[:0])
+		v, _, ok := f.s.store.Get(sliceKey(kb[:0], f.skey, idx), r.scratch[:0])
 		r.scratch = v[:0]
 		data, err := decodeSlice(v, f.obj.Gen, idx, f.s.opts.SliceSize)
 		if !ok || err != nil {

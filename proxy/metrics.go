@@ -37,7 +37,10 @@ type metrics struct {
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
 	fillLagged     prometheus.Counter
-	fillDetached   prometheus.Counter
+	// backgroundRevalidations counts revalidations started behind a
+	// stale-while-revalidate or grace hit (issue 6).
+	backgroundRevalidations prometheus.Counter
+	fillDetached            prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -73,6 +76,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_fill_lagged_total",
 			Help: "Readers cut off because they fell behind a fill and the store had dropped the bytes.",
 		}),
+		backgroundRevalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_background_revalidations_total",
+			Help: "Revalidations started in the background by stale-while-revalidate or grace hits.",
+		}),
 		fillDetached: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_fill_detached_total",
 			Help: "Readers a stored fill stopped waiting for after fill_lag_wait; they read on from the store.",
@@ -87,7 +94,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached} {
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached,
+		m.backgroundRevalidations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

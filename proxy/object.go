@@ -41,6 +41,7 @@ const (
 	// Range request. Such a record never holds its body inline. Decoders
 	// before this flag refuse it (unknown flag bits), cleanly.
 	flagPartial
+	flagNoCache // response no-cache: every use revalidates (issue 6)
 )
 
 type headerKV struct{ Key, Value []byte }
@@ -55,7 +56,7 @@ type object struct {
 	RequestTime, ResponseTime, Date, Expires, LastModified time.Time
 	AgeHeader                                              int64
 	Lifetime, StaleWhileRevalidate, StaleIfError           time.Duration
-	MustRevalidate, Heuristic                              bool
+	MustRevalidate, Heuristic, NoCache                     bool
 	Partial                                                bool // flagPartial
 	ETag, Vary, VariantKey                                 []byte
 	Headers                                                []headerKV
@@ -119,6 +120,9 @@ func (o *object) flags() byte {
 	if o.Partial {
 		f |= flagPartial
 	}
+	if o.NoCache {
+		f |= flagNoCache
+	}
 	return f
 }
 
@@ -164,12 +168,13 @@ func (o *object) decodeFixed(b []byte) error {
 	flags := b[4]
 	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
 	o.Partial = flags&flagPartial != 0
+	o.NoCache = flags&flagNoCache != 0
 	o.Status = int(binary.BigEndian.Uint16(b[5:]))
 	o.Gen = binary.BigEndian.Uint64(b[7:])
 	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
 	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
 	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
-		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>4 != 0 {
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>5 != 0 {
 		return fmt.Errorf("%w: record fields", ErrCorrupt)
 	}
 	p := 27

@@ -13,7 +13,7 @@ func sampleObject(bodyLen int) *object {
 		RequestTime:  time.Unix(0, 1_700_000_000_000_000_001),
 		ResponseTime: time.Unix(0, 1_700_000_000_500_000_000),
 		Date:         time.Unix(1_700_000_000, 0), LastModified: time.Unix(1_600_000_000, 0),
-		AgeHeader: 3, Lifetime: time.Minute, StaleIfError: time.Second, MustRevalidate: true,
+		AgeHeader: 3, Lifetime: time.Minute, StaleIfError: time.Second, MustRevalidate: true, NoCache: true,
 		ETag: []byte(`"abc"`), Vary: []byte("Accept-Encoding"),
 		Headers: []headerKV{{[]byte("Content-Type"), []byte("text/plain")}, {[]byte("X-Empty"), nil}},
 	}

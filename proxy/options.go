@@ -70,6 +70,23 @@ type Options struct {
 	// the origin uncached. Default 64. Fill memory is bounded by
 	// MaxFills × FillWindow × SliceSize.
 	MaxFills int `yaml:"max_fills"`
+	// MaxVariants bounds the variants (responses with Vary, one per
+	// secondary key) stored per URL; storing one more evicts the oldest.
+	// Default 16; 1..1024.
+	MaxVariants int `yaml:"max_variants"`
+	// RevalidateKeep is how long a stored response with a validator (ETag
+	// or Last-Modified) stays in the store past its freshness lifetime and
+	// stale windows, to be revalidated with a conditional request (a 304
+	// refreshes it without the body) rather than fetched again (Varnish's
+	// keep). Default 1h; negative: none.
+	RevalidateKeep time.Duration `yaml:"revalidate_keep"`
+	// StaleIfUnreachable: when the origin cannot be reached (connection
+	// error, timeout) a stored response stale by at most this long is
+	// served instead of 502/504, as RFC 9111 §4.2.4 lets a disconnected
+	// cache do, unless must-revalidate, proxy-revalidate, s-maxage or
+	// no-cache forbid it. Default 1h; negative: never (then only
+	// stale-if-error and Policy.Grace apply).
+	StaleIfUnreachable time.Duration `yaml:"stale_if_unreachable"`
 	// FillTimeout bounds a whole fill (headers and body). Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// FillLagWait is how long a stored fill holds back for a reader that
@@ -114,6 +131,9 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxObjectSize, 1<<30)
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 64)
+	setDefault(&o.MaxVariants, 16)
+	setDefault(&o.RevalidateKeep, time.Hour)
+	setDefault(&o.StaleIfUnreachable, time.Hour)
 	setDefault(&o.FillTimeout, 10*time.Minute)
 	setDefault(&o.FillLagWait, 5*time.Second)
 	setDefault(&o.MaxHeaderBytes, 16<<10)
@@ -169,6 +189,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxFills < 1 || o.MaxHeaderBytes < 1024 || o.MaxRequestBodySize < 0 || o.MaxConns < 1 {
 		bad("max_fills, max_header_bytes (>=1024), max_request_body_size, max_conns must be positive")
+	}
+	if o.MaxVariants < 1 || o.MaxVariants > maxVariantsLimit {
+		bad("max_variants %d not in [1, %d]", o.MaxVariants, maxVariantsLimit)
 	}
 	if o.FillTimeout < 0 || o.FillLagWait < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")

@@ -25,6 +25,7 @@ func (s *Server) pass(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus) {
 		s.failOrigin(ctx, err)
 		return
 	}
+	s.invalidateUnsafe(ctx, resp)
 	s.writePass(ctx, resp, cs)
 }
 

@@ -105,23 +105,8 @@ func urlKey(u *url.URL, ko *KeyOptions) []byte {
 	return BuildKey(nil, []byte(u.Scheme), req, ko)
 }
 
-// removeObject removes key's record and slices from the store and reports
-// whether a record was there. Removal reaches the disk tier (a tombstone).
-func (s *Server) removeObject(key []byte) bool {
-	mkey := metaKey(nil, key)
-	val, _, ok := s.store.Get(mkey, nil)
-	if !ok {
-		return false
-	}
-	var o object
-	if decodeObject(&o, val) == nil {
-		for i := range o.slices() {
-			s.store.Remove(sliceKey(nil, key, i))
-		}
-	}
-	s.store.Remove(mkey)
-	return true
-}
+// removeObject (invalidate.go) removes an object: record, slices, and a
+// variant index's variants.
 
 // PurgeTags hides every stored object whose response carried one of
 // tags (Surrogate-Key or Cache-Tag) and was requested from the origin

@@ -135,13 +135,13 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 	case state == fetchRedirect:
 		if f := s.fills.joinExisting(st.key); f != nil {
 			s.serveFillRanged(ctx, o, cs, f, false)
-		} else if c := s.lookup(ctx, st); c != csHitMemory && c != csHitDisk {
+		} else if c := s.lookup(ctx, st, o); c != csHitMemory && c != csHitDisk {
 			s.miss(ctx, st, o, cs) // the fill ended (stored or not) before we could join it
 		}
 	case errors.Is(err, errNoValidator):
 		f, leader := s.fills.join(s, st.key)
 		if leader {
-			s.startFill(ctx, f, o, &st.rp)
+			s.startFill(ctx, f, o, st, false)
 		}
 		s.serveFillRanged(ctx, o, cs, f, leader)
 	case originFailure(err):
@@ -321,11 +321,8 @@ func (fm *fillMap) joinExisting(key []byte) *fill {
 	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	f := sh.m[string(key)]
-	if f != nil {
-		f.mu.Lock()
-		f.refs++
-		f.mu.Unlock()
+	if f := sh.m[string(key)]; f != nil && f.tryRef() {
+		return f
 	}
-	return f
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ type Server struct {
 	cs      [csCount][]byte
 	fills   fillMap
 	fetches fetchMap // slice fetches in flight (issue 6)
+	vlocks  variantLocks
 	nfills  atomic.Int64
 	pool    sync.Pool // *reqState
 	purges  purges
@@ -45,6 +47,16 @@ type reqState struct {
 	num  []byte // Age digits
 	obj  object
 	rp   RequestPolicy
+
+	// Issue 6: revalidation, variants, stale serving.
+	pkey    []byte        // primary (URL) key; key is a variant's when the URL varies
+	vk      []byte        // secondary (Vary) key
+	vkeys   [][]byte      // decoded variant index keys
+	rec     []byte        // the stored record st.obj decodes (borrows val's array)
+	have    bool          // st.obj holds a stored response for this request
+	tier    hybrid.Tier   // tier that answered the variant's record
+	verdict Verdict       // Evaluate's verdict on st.obj
+	age     time.Duration // st.obj's current age
 }
 
 // New builds a Server over store. opts is copied; EnsureDefaults is
@@ -72,6 +84,7 @@ func New(store Store, opts Options) (*Server, error) {
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.fills.init()
 	s.fetches.init()
+	s.vlocks.seed = maphash.MakeSeed()
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }
 	return s, nil
@@ -154,8 +167,8 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	st.key = BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
 	st.mkey = metaKey(st.mkey[:0], st.key)
-	cs := s.lookup(ctx, st)
-	if cs == csHitMemory || cs == csHitDisk {
+	cs := s.lookup(ctx, st, o)
+	if cs.hit() {
 		return
 	}
 	if st.rp.CC.OnlyIfCached {
@@ -173,11 +186,20 @@ var (
 	schemeHTTPS = []byte("https")
 )
 
-// lookup serves a fresh stored response and returns its hit status, or
-// returns the forward status for the miss path.
-func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState) cacheStatus {
+// lookup serves a stored response the request may use (Evaluate: fresh,
+// allowed stale, or stale-while-revalidate, which also starts a background
+// revalidation) and returns its hit status, or returns the forward status
+// for the miss path, with the stored response (if any) left in st for
+// revalidation and stale-if-error.
+func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cacheStatus {
+	st.have = false
+	st.pkey = append(st.pkey[:0], st.key...)
 	val, tier, ok := s.store.Get(st.mkey, st.val[:0])
 	st.val = val[:0]
+	if ok && isVariantIndex(val) {
+		val, ok = s.lookupVariant(ctx, st, val)
+		tier = st.tier
+	}
 	if !ok {
 		return csURIMiss
 	}
@@ -188,50 +210,35 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState) cacheStatus {
 	if s.purged(&st.obj, st.key) {
 		return csMiss
 	}
+	st.rec, st.have = val, true
+	obj := &st.obj
 	now := s.opts.Now()
-	age := CurrentAge(st.obj.AgeHeader, st.obj.Date, st.obj.RequestTime, st.obj.ResponseTime, now)
-	switch usable(&st.obj, &st.rp, age) {
-	case useRefused:
-		return csRequest
-	case useStale:
-		return csStale
-	}
+	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
+	fi := FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
+		StaleIfError: obj.StaleIfError, MustRevalidate: obj.MustRevalidate, NoCache: obj.NoCache}
+	st.verdict, st.age = Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
 	cs := csHitMemory
 	if tier == hybrid.TierDisk {
 		cs = csHitDisk
 	}
-	if !s.serveStored(ctx, st, age, cs) {
+	switch st.verdict.Freshness {
+	case StaleServable, StaleRevalidate:
+		cs = csHitStale
+	case MustValidate:
+		if age < obj.Lifetime && !obj.NoCache {
+			return csRequest
+		}
+		return csStale
+	}
+	if objectNotModified(ctx, &st.rp, obj) {
+		s.writeNotModified(ctx, obj.Headers, age, cs)
+	} else if !s.serveStored(ctx, st, age, cs) {
 		return csMiss
 	}
+	if st.verdict.Freshness == StaleRevalidate {
+		s.revalidateInBackground(ctx, st, o)
+	}
 	return cs
-}
-
-type use uint8
-
-const (
-	useFresh   use = iota
-	useStale       // not fresh enough for this request
-	useRefused     // the request's directives forbid a stored answer
-)
-
-// usable is the serve-time freshness check (RFC 9111 §4.2, §5.2.1): to
-// be replaced by the policy's Evaluate, which also knows max-stale,
-// stale-while-revalidate and stale-if-error.
-func usable(o *object, rp *RequestPolicy, age time.Duration) use {
-	if rp.CC.NoCache {
-		return useRefused
-	}
-	lifetime := o.Lifetime
-	if rp.CC.MaxAge >= 0 {
-		lifetime = min(lifetime, time.Duration(rp.CC.MaxAge)*time.Second)
-	}
-	if rp.CC.MinFresh >= 0 {
-		age += time.Duration(rp.CC.MinFresh) * time.Second
-	}
-	if age < lifetime {
-		return useFresh
-	}
-	return useStale
 }
 
 // serveStored writes the stored response in st.obj. It returns false

@@ -244,7 +244,7 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp R
 	resp := fasthttp.AcquireResponse()
 	reqTime := s.opts.Now()
 	err := o.do(ctx, req, resp)
-	fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseRequest(req) // adoptFill reads its header
 	respTime := s.opts.Now()
 	s.m.originDuration.Observe(respTime.Sub(reqTime).Seconds())
 	if err != nil {
@@ -263,7 +263,7 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp R
 		}
 	case fasthttp.StatusOK:
 		s.fetches.leave(sf)
-		if s.adoptFill(sf, resp, &rp, reqTime, respTime) {
+		if s.adoptFill(sf, &req.Header, resp, &rp, reqTime, respTime) {
 			return // the fill owns resp
 		}
 	default:
@@ -276,19 +276,23 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp R
 // adoptFill turns the origin's 200 to a slice fetch into a whole-object
 // fill, run by this goroutine, unless one already runs for the key. It
 // reports whether it took resp.
-func (s *Server) adoptFill(sf *sliceFetch, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) bool {
+func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) bool {
 	f, leader := s.fills.join(s, sf.key)
 	f.release() // no handler holds it for us; readers join it themselves
 	sf.redirect()
 	if !leader {
 		return false
 	}
+	// As prepareFill does for a handler-led fill: the object's own key is
+	// the primary key (a Vary in this 200 turns it into a variant).
+	f.rv.pkey = append([]byte(nil), sf.key...)
+	f.skey = f.key
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer s.endFill(f, cancel) // drops the reference join gave this goroutine
-	s.fillFrom(ctx, f, resp, rp, reqTime, respTime)
+	s.fillFrom(ctx, f, req, resp, rp, reqTime, respTime)
 	return true
 }
 

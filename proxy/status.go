@@ -18,6 +18,10 @@ const (
 	csRequestStored                    // fwd=request; stored
 	csBypass                           // fwd=bypass: the request may not use the cache
 	csError                            // fwd=uri-miss; detail=error: the origin failed
+	csHitStale                         // hit; detail=stale: served stale (stale-while-revalidate, grace, max-stale)
+	csStale304                         // fwd=stale; fwd-status=304: revalidated, stored headers refreshed
+	csRequest304                       // fwd=request; fwd-status=304: revalidated at the request's demand
+	csStaleError                       // fwd=stale; detail=stale-if-error: the origin failed, stale served
 	csCount
 )
 
@@ -35,6 +39,15 @@ var cacheStatusText = [csCount]string{
 	csRequestStored: "fwd=request; stored",
 	csBypass:        "fwd=bypass",
 	csError:         "fwd=uri-miss; detail=error",
+	csHitStale:      "hit; detail=stale",
+	csStale304:      "fwd=stale; fwd-status=304",
+	csRequest304:    "fwd=request; fwd-status=304",
+	csStaleError:    "fwd=stale; detail=stale-if-error",
+}
+
+// hit reports whether c answered from the cache without the origin.
+func (c cacheStatus) hit() bool {
+	return c == csHitMemory || c == csHitDisk || c == csHitStale
 }
 
 // stored returns the "; stored" form of a forward status.
@@ -57,7 +70,7 @@ func (c cacheStatus) metric() metricStatus {
 	switch c {
 	case csHitMemory, csHitDisk:
 		return msHit
-	case csStale, csStaleStored:
+	case csStale, csStaleStored, csHitStale, csStale304, csRequest304, csStaleError:
 		return msStale
 	case csBypass:
 		return msBypass
