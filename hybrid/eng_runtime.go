@@ -140,7 +140,11 @@ func (rt *engRuntime) stop() {
 }
 
 // engBufPool keeps aligned read buffers in power-of-two size classes from
-// one block up. Buffers above engPoolMax are not kept.
+// one block up. Buffers above engPoolMax are not kept. engPoolMax must hold
+// a whole slice entry: the proxy's 1MiB slices plus their key and header
+// round up to the 2MiB class, and when that class was not kept every disk
+// read of a slice allocated 2MiB (5.3GB in 8s of issue 7's scenario 5, and
+// an OOM kill in a 192MiB cgroup).
 type engBufPool struct {
 	bs    int
 	pools [24]sync.Pool
@@ -148,7 +152,7 @@ type engBufPool struct {
 
 type engAligned struct{ b []byte }
 
-const engPoolMax = 1 << 20
+const engPoolMax = 4 << 20
 
 func (p *engBufPool) class(n int) int {
 	k := 0

@@ -51,6 +51,11 @@ func run(ctx context.Context, args []string) error {
 	if o.Strata == "" {
 		o.Strata = filepath.Join(o.Root, "bin", "strata")
 	}
+	if o.Profile != "" {
+		if err := os.MkdirAll(o.Profile, 0o755); err != nil {
+			return fmt.Errorf("peerbench: -profile: %w", err)
+		}
+	}
 	tmp, err := os.MkdirTemp("", "peerbench-")
 	if err != nil {
 		return fmt.Errorf("peerbench: temp dir: %w", err)

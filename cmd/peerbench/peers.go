@@ -126,15 +126,21 @@ func render(e *sysEnv, tmpl, dst string) error {
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
 }
 
+// prepareStrata renders bench/strata.yaml.tmpl: the peers' budgets, the
+// disk tier on a file in the run's temp dir. -pprof serves Go's profiles
+// on the admin listener, which -profile reads; it costs nothing unless a
+// profile is taken.
 func prepareStrata(e *sysEnv) ([]string, []string, error) {
 	if _, err := os.Stat(e.StrataBin); err != nil {
 		return nil, nil, fmt.Errorf("%w: strata not built (%s)", ErrUnavailable, e.StrataBin)
 	}
-	return []string{e.StrataBin,
-		"-listen", e.Listen, "-admin-listen", e.AdminListen, "-origin", e.OriginURL,
-		"-cache-path", filepath.Join(e.Dir, "strata.cache"),
-		"-cache-size", formatSize(e.DiskBytes), "-mem", formatSize(e.MemBytes),
-	}, nil, nil
+	e.CacheFile = filepath.Join(e.Dir, "strata.cache")
+	e.MaxObjectBytes = e.DiskBytes / 2
+	conf := filepath.Join(e.Dir, "strata.yaml")
+	if err := render(e, "strata.yaml.tmpl", conf); err != nil {
+		return nil, nil, err
+	}
+	return []string{e.StrataBin, "-config", conf, "-pprof"}, nil, nil
 }
 
 func prepareNginx(e *sysEnv) ([]string, []string, error) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"strata/configs"
 )
 
 // TestTemplatesRender renders every peer's config from bench/ and checks
@@ -64,5 +66,46 @@ func TestProcessTreeAccounting(t *testing.T) {
 	}
 	if tree := processTree(self); len(tree) == 0 || tree[0] != self {
 		t.Errorf("tree = %v", tree)
+	}
+}
+
+// TestStrataConfig renders strata's config as prepareStrata does and loads
+// it with strata's own loader: it must be valid and carry the peers'
+// budgets, the cache file and a max object size that lets scenario 6's
+// 1 GiB object be cached.
+func TestStrataConfig(t *testing.T) {
+	o := Options{Root: "../..", Strata: os.Args[0]}
+	o.EnsureDefaults()
+	dir := t.TempDir()
+	e, err := newSysEnv("strata", dir, "../../bench", "http://127.0.0.1:4567", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, _, err := prepareStrata(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(argv[1:], " "); got != "-config "+filepath.Join(dir, "strata.yaml")+" -pprof" {
+		t.Errorf("argv = %q", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "strata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(b, "strata.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Cache
+	if c.Memory.Capacity.Bytes() != o.Mem || c.Disk.Size.Bytes() != o.Disk ||
+		c.Disk.Path != filepath.Join(dir, "strata.cache") || c.MaxObjectSize.Bytes() < 1<<30 {
+		t.Errorf("cache config %+v: want mem %d, disk %d in %s, max object >= 1GiB", c, o.Mem, o.Disk, dir)
+	}
+	if cfg.Listen != e.Listen || cfg.AdminListen != e.AdminListen || cfg.Origins[0].URL != "http://127.0.0.1:4567" {
+		t.Errorf("listen %s admin %s origins %+v", cfg.Listen, cfg.AdminListen, cfg.Origins)
 	}
 }

@@ -138,7 +138,12 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	}
 	cpu0, orig0 := cpuSeconds(pid), r.originRequests()
 	tag := fmt.Sprintf("%s-%d", s.Name, time.Now().UnixNano())
+	var prof *profiler
+	if s.Name == "strata" && r.o.Profile != "" {
+		prof = startProfile(ctx, rn.env.AdminListen, r.o.Profile, sc.ID, r.o.Duration)
+	}
 	w, _, err := runWrk(ctx, wrkArgv(r.o, r.benchDir, rn.env.Listen, sc, tag), r.o.Duration)
+	prof.wait()
 	cpu, orig := cpuSeconds(pid)-cpu0, r.originRequests()-orig0
 	if !rn.p.alive() {
 		return result{Scenario: label, System: s.Name, Status: r.died(rn)}

@@ -42,9 +42,10 @@ type app struct {
 
 // start builds everything and starts serving. On failure it closes what
 // it had built and returns the error.
-func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger) (a *app, err error) {
+func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof bool) (a *app, err error) {
 	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
 	p.Device.Logger, p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger, logger
+	setMemoryLimit(logger, p.Cache.Memory.Capacity)
 	defer func() {
 		if err != nil {
 			a.shutdown()
@@ -67,6 +68,10 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger) (a *app, 
 	a.adminSrv = &fasthttp.Server{Handler: a.admin.Handler, Name: "strata-admin",
 		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
 		Logger: a.proxy.HTTPServer().Logger}
+	if pprof {
+		a.adminSrv.Handler = withPprof(a.adminSrv.Handler)
+		logger.Info("pprof on the admin listener at /debug/pprof/")
+	}
 	if err := a.listen(cfg); err != nil {
 		return a, err
 	}

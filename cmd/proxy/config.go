@@ -17,6 +17,7 @@ import (
 type flags struct {
 	config      string
 	checkConfig bool
+	pprof       bool
 	o           configs.Overrides
 }
 
@@ -26,6 +27,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.config, "config", "", "YAML config `file` (default: the embedded configs/default.yaml)")
 	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the config, print every problem with its line, and exit (0: ok)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the admin listener (for profiling; keep the admin listener private)")
 	fs.StringVar(&f.o.Listen, "listen", "", "client listener `addr` (config default :8080)")
 	fs.StringVar(&f.o.AdminListen, "admin-listen", "", "admin listener `addr`: /metrics, /healthz, /readyz, POST /purge (config default 127.0.0.1:9090)")
 	fs.StringVar(&f.o.Origin, "origin", "", "the default origin's `URL`, http:// or https://")

@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	a, err := start(cfg, parts, logger)
+	a, err := start(cfg, parts, logger, f.pprof)
 	if err != nil {
 		logger.Error("strata: cannot start", "err", err)
 		return exitRuntime
