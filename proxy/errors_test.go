@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -61,5 +62,22 @@ func TestOriginUnreachable(t *testing.T) {
 	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; detail=error")
 	if r := p.get("/down", "Cache-Control", "no-store"); r.StatusCode() != 502 {
 		t.Fatalf("unreachable origin, bypass: %d, want 502", r.StatusCode())
+	}
+}
+
+// TestIdleConnectionClosedSilently: a connection that sends no request
+// within ReadTimeout is closed without a response (it used to get a 400
+// that clients read as an unsolicited response on an idle connection).
+func TestIdleConnectionClosedSilently(t *testing.T) {
+	p := newPair(t, cacheable("x"), func(o *Options) { o.ReadTimeout = 50 * time.Millisecond })
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c)
+	if len(b) != 0 {
+		t.Fatalf("idle connection got %q (err %v), want it closed silently", b, err)
 	}
 }

@@ -134,6 +134,15 @@ func (s *Server) Close(ctx context.Context) error {
 
 // errorHandler answers requests fasthttp could not parse.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	// A connection on which no whole request header arrived within
+	// ReadTimeout (an idle new connection, or a slow one) is closed
+	// without an answer, as nginx does: an error response nobody asked
+	// for lands in a client's idle pool as an "unsolicited response".
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		_ = ctx.Conn().Close()
+		return
+	}
 	s.m.requests[msError].Inc()
 	var small *fasthttp.ErrSmallBuffer
 	if errors.As(err, &small) {
