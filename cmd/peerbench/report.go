@@ -87,12 +87,19 @@ func computeRatios(results []result, baseline string) []ratio {
 	var out []ratio
 	for _, r := range results {
 		b, ok := base[r.Scenario]
-		if !ok || r.System == baseline || r.Status != "ok" {
+		if !ok || r.System == baseline || r.Status != "ok" || failedMost(r) {
 			continue
 		}
 		out = append(out, ratio{Scenario: r.Scenario, Peer: r.System, RPS: div(b.RPS, r.RPS), P99: div(b.P99ms, r.P99ms)})
 	}
 	return out
+}
+
+// failedMost reports whether more than 1% of a run's requests failed: its
+// requests/s and latencies then describe errors, and a ratio to them would
+// flatter whoever is compared (n/a instead).
+func failedMost(r result) bool {
+	return r.Errors > 0 && r.Errors*100 > r.Requests
 }
 
 func div(a, b float64) float64 {

@@ -58,6 +58,7 @@ func TestRatios(t *testing.T) {
 		{Scenario: "1", System: "strata", Status: "ok", RPS: 200, P99ms: 1},
 		{Scenario: "1", System: "nginx", Status: "ok", RPS: 100, P99ms: 2},
 		{Scenario: "1", System: "ats", Status: "not installed"},
+		{Scenario: "1", System: "varnish-malloc", Status: "ok", RPS: 9000, P99ms: 1, Requests: 1000, Errors: 900},
 		{Scenario: "2", System: "strata", Status: "not built"},
 		{Scenario: "2", System: "nginx", Status: "ok", RPS: 5, P99ms: 1},
 	}
