@@ -74,9 +74,18 @@
 // Last-Modified, the origin's Age, lifetime, stale windows, ETag, Vary and
 // secondary (variant) key, flags (must-revalidate, heuristic, inline,
 // no-cache), body length, slice size, a random generation,
-// the body inline when it fits one slice, and a CRC-32C. Larger bodies are
-// slices under sliceKey(key, i) = 's'|key|i|len(key), each with a header
-// (generation, index, length, CRC-32C) checked before a byte is served. A
+// the body inline when it fits one slice, and a CRC-32C of everything but
+// the body. Larger bodies are slices under sliceKey(key, i) =
+// 's'|key|i|len(key), each with a header (version, generation, index,
+// length, CRC-32C of the header) checked before a byte is served.
+//
+// One checksum per byte: body bytes are not checksummed by the proxy
+// (format version 2; version 1 was, costing 8-24% of the CPU of large
+// hits in issue 7's benchmarks). They are checked where they can go bad:
+// the hybrid cache verifies each entry read back from disk against its own
+// CRC, and memory is trusted. A store without such a check (MapStore) gets
+// none. Records and slices of another version decode as a miss (not
+// counted as corrupt) and are never served; the next fill replaces them. A
 // missing first slice makes the request a miss; a slice missing later
 // ends the response with a closed connection and removes the record
 // (issue 6: fetch it from the origin with a Range request instead).

@@ -8,38 +8,51 @@ import (
 
 // A body slice entry (one Store entry under sliceKey(objectKey, i)):
 //
-//	"SL" | version u8 | 0 u8 | gen u64 | index u32 | length u32 | crc32c(data) u32 | data
+//	"SL" | version u8 | 0 u8 | gen u64 | index u32 | length u32 |
+//	crc32c(the 20 bytes before it) u32 | data
 //
 // gen ties the slice to the record that lists it: slices left by an
 // older or failed fill of the same key never mix into a response.
-// (Issue 6 range fills will write slices of an existing record's gen.)
-const sliceHeaderLen = 2 + 1 + 1 + 8 + 4 + 4 + 4
+// (Issue 6 range fills write slices of an existing record's gen.)
+//
+// Since version 2 the CRC covers the header, not the data: the data's
+// bytes are checked where they can go bad, by the hybrid cache's own
+// entry checksum when they are read back from disk (see object.go). A
+// slice of another version is errRecordVersion: never served.
+const (
+	sliceHeaderLen = 2 + 1 + 1 + 8 + 4 + 4 + 4
+	sliceSumOff    = sliceHeaderLen - 4
+)
 
 // appendSliceHeader appends the header of slice i holding data to dst.
 func appendSliceHeader(dst []byte, gen uint64, i int, data []byte) []byte {
+	start := len(dst)
 	dst = append(dst, 'S', 'L', objectVersion, 0)
 	dst = binary.BigEndian.AppendUint64(dst, gen)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(i))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(data)))
-	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(data, crcTable))
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
 // decodeSlice checks that v is slice i of generation gen with wantLen
 // bytes and returns its data (borrowing v).
 func decodeSlice(v []byte, gen uint64, i, wantLen int) ([]byte, error) {
-	if len(v) < sliceHeaderLen || v[0] != 'S' || v[1] != 'L' || v[2] != objectVersion {
+	if len(v) < sliceHeaderLen || v[0] != 'S' || v[1] != 'L' || v[3] != 0 {
 		return nil, fmt.Errorf("%w: slice header", ErrCorrupt)
+	}
+	if v[2] != objectVersion {
+		return nil, errRecordVersion
 	}
 	data := v[sliceHeaderLen:]
 	switch {
+	case crc32.Checksum(v[:sliceSumOff], crcTable) != binary.BigEndian.Uint32(v[sliceSumOff:]):
+		return nil, fmt.Errorf("%w: slice header checksum", ErrCorrupt)
 	case binary.BigEndian.Uint64(v[4:]) != gen:
 		return nil, fmt.Errorf("%w: slice of another generation", ErrCorrupt)
 	case binary.BigEndian.Uint32(v[12:]) != uint32(i):
 		return nil, fmt.Errorf("%w: slice index", ErrCorrupt)
 	case int(binary.BigEndian.Uint32(v[16:])) != wantLen || len(data) != wantLen:
 		return nil, fmt.Errorf("%w: slice length", ErrCorrupt)
-	case crc32.Checksum(data, crcTable) != binary.BigEndian.Uint32(v[20:]):
-		return nil, fmt.Errorf("%w: slice checksum", ErrCorrupt)
 	}
 	return data, nil
 }

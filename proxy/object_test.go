@@ -40,11 +40,19 @@ func TestObjectRoundTrip(t *testing.T) {
 		if want := (n + 15) / 16; n > 16 && out.slices() != want {
 			t.Fatalf("slices %d, want %d", out.slices(), want)
 		}
-		// Every single-byte corruption and every truncation is refused.
+		// Every single-byte corruption of the metadata or the checksum and
+		// every truncation is refused; the inline body is not checksummed
+		// (the store checks it), so a flip there decodes, into the body.
+		bodyAt := len(b) - 4 - len(in.Body)
 		for i := range b {
 			c := append([]byte(nil), b...)
 			c[i] ^= 0x40
-			if decodeObject(&out, c) == nil {
+			err := decodeObject(&out, c)
+			if inBody := i >= bodyAt && i < len(b)-4; inBody {
+				if err != nil || out.Body[i-bodyAt] != b[i]^0x40 {
+					t.Fatalf("len %d: flipped body byte %d: %v", n, i, err)
+				}
+			} else if err == nil {
 				t.Fatalf("len %d: flipped byte %d accepted", n, i)
 			}
 			if decodeObject(&out, b[:i]) == nil {
@@ -68,9 +76,39 @@ func TestSliceEntry(t *testing.T) {
 			t.Errorf("%+v accepted", tc)
 		}
 	}
+	// The header is checksummed: every flip there is refused.
+	for i := range sliceHeaderLen {
+		c := append([]byte(nil), v...)
+		c[i] ^= 0x10
+		if _, err := decodeSlice(c, 7, 3, len(data)); err == nil {
+			t.Errorf("flipped header byte %d accepted", i)
+		}
+	}
+	// The data is not (the store checks it where it can go bad).
 	v[len(v)-1] ^= 1
-	if _, err := decodeSlice(v, 7, 3, len(data)); err == nil {
-		t.Error("corrupt data accepted")
+	if got, err := decodeSlice(v, 7, 3, len(data)); err != nil || got[len(got)-1] != data[len(data)-1]^1 {
+		t.Errorf("data flip: %q %v", got, err)
+	}
+}
+
+// TestOldVersions: records and slices of another format version (version
+// 1 checksummed the bodies) are errRecordVersion, never decoded.
+func TestOldVersions(t *testing.T) {
+	rec := appendObject(nil, sampleObject(5))
+	rec[3] = 1
+	var o object
+	if err := decodeObject(&o, rec); !isOldVersion(err) {
+		t.Errorf("v1 record: %v", err)
+	}
+	data := []byte("slice data")
+	v := append(appendSliceHeader(nil, 7, 3, data), data...)
+	v[2] = 1
+	if _, err := decodeSlice(v, 7, 3, len(data)); !isOldVersion(err) {
+		t.Errorf("v1 slice: %v", err)
+	}
+	v[0] = 'X'
+	if _, err := decodeSlice(v, 7, 3, len(data)); err == nil || isOldVersion(err) {
+		t.Errorf("bad magic: %v", err)
 	}
 }
 
@@ -96,6 +134,7 @@ func FuzzDecodeObject(f *testing.F) {
 		f.Add(appendObject(nil, sampleObject(n)))
 	}
 	f.Add([]byte("STO\x01"))
+	f.Add([]byte("STO\x02"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var o object
 		if decodeObject(&o, b) != nil {
@@ -111,6 +150,21 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		if !reflect.DeepEqual(&o, &o2) {
 			t.Fatalf("decode(encode(x)) != x")
+		}
+	})
+}
+
+func FuzzDecodeSlice(f *testing.F) {
+	data := []byte("slice data")
+	f.Add(append(appendSliceHeader(nil, 7, 3, data), data...), uint64(7), 3, len(data))
+	f.Add([]byte("SL\x02\x00"), uint64(0), 0, 0)
+	f.Fuzz(func(t *testing.T, v []byte, gen uint64, i, n int) {
+		got, err := decodeSlice(v, gen, i, n)
+		if err != nil {
+			return
+		}
+		if len(got) != n || len(v) != sliceHeaderLen+n || !bytes.Equal(got, v[sliceHeaderLen:]) {
+			t.Fatalf("decoded %d bytes of %d, want %d", len(got), len(v), n)
 		}
 	})
 }

@@ -213,7 +213,9 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 		return csURIMiss
 	}
 	if err := decodeObject(&st.obj, val); err != nil {
-		s.m.corrupt.Inc()
+		if !isOldVersion(err) {
+			s.m.corrupt.Inc()
+		}
 		return csMiss
 	}
 	if s.purged(&st.obj, st.key) {
