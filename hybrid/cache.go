@@ -15,7 +15,8 @@ import (
 // Engine, joined as DESIGN.md ("The hybrid cache") describes.
 //
 // Get asks memory, then disk (the engine's pending set, index and read
-// pool); a disk hit is copied into memory unless NoPromote. Insert puts an
+// pool); a disk hit is copied into memory as Options.Promotion says (by
+// default on the key's second recent disk hit, cache_promote.go). Insert puts an
 // entry in memory; with WriteOnEviction it reaches the disk only when the
 // memory tier evicts it (through admission, which may refuse), with
 // WriteOnInsertion at once as well. An entry the memory tier refuses (too
@@ -48,6 +49,7 @@ type Cache struct {
 	mem    *Memory
 	disk   *Engine // nil: memory only
 	fetch  *fetchGroup
+	promo  *promoteFilter // PromoteSecondHit's doorkeeper
 	closed atomic.Bool
 	c      cacheCounters
 }
@@ -64,7 +66,8 @@ func Open(opts Options) (*Cache, error) {
 		closeDevice(opts)
 		return nil, err
 	}
-	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout)}
+	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout),
+		promo: newPromoteFilter(opts.Memory.Capacity)}
 	if opts.Device != nil {
 		if opts.Admission != nil {
 			opts.Disk.Admission = admitter{opts.Admission}
@@ -116,9 +119,7 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 		return dst, TierMiss, false
 	}
 	c.record(key)
-	if !c.opts.NoPromote && c.mem.SetClean(key, v[len(dst):], expiryTime(expiry)) {
-		c.c.promotions.Add(1)
-	}
+	c.promote(key, v[len(dst):], expiry)
 	return v, TierDisk, true
 }
 

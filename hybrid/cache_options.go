@@ -40,8 +40,12 @@ type Options struct {
 	Admission admission.Controller `yaml:"-"`
 	// WritePolicy: eviction (default) | insertion.
 	WritePolicy WritePolicy `yaml:"write_policy"`
-	// NoPromote turns off copying disk hits into the memory tier. Default
-	// false: a disk hit is promoted.
+	// Promotion says which disk hits are copied into the memory tier:
+	// second-hit (default: a key's second recent disk hit) | first-hit |
+	// never. See cache_promote.go.
+	Promotion Promotion `yaml:"promotion"`
+	// NoPromote turns off copying disk hits into the memory tier: the
+	// same as Promotion never (kept for configurations that set it).
 	NoPromote bool `yaml:"no_promote"`
 	// FetchTimeout bounds one GetOrFetch fetch, which runs on a context of
 	// its own. Default 30s.
@@ -59,6 +63,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.FetchTimeout == 0 {
 		o.FetchTimeout = 30 * time.Second
+	}
+	if o.Promotion == "" {
+		o.Promotion = PromoteSecondHit
+		if o.NoPromote {
+			o.Promotion = PromoteNever
+		}
 	}
 	return o
 }
@@ -81,6 +91,14 @@ func (o *Options) Validate() error {
 	case WriteOnEviction, WriteOnInsertion:
 	default:
 		errs = append(errs, fmt.Errorf("%w: write_policy %q not eviction|insertion", ErrOptions, o.WritePolicy))
+	}
+	switch o.Promotion {
+	case PromoteSecondHit, PromoteFirstHit, PromoteNever:
+		if o.NoPromote && o.Promotion != PromoteNever {
+			errs = append(errs, fmt.Errorf("%w: no_promote with promotion %q", ErrOptions, o.Promotion))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%w: promotion %q not second-hit|first-hit|never", ErrOptions, o.Promotion))
 	}
 	if o.FetchTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: fetch_timeout %v is negative", ErrOptions, o.FetchTimeout))

@@ -51,7 +51,11 @@ func TestCacheTiers(t *testing.T) {
 	if !ok || tier != TierDisk || !bytes.Equal(v, val) {
 		t.Fatalf("after eviction: ok=%v tier=%v stats=%+v", ok, tier, c.Stats())
 	}
-	// Promoted: the next hit is from memory.
+	// Promoted on its second disk hit (the default): the next one is
+	// from memory.
+	if _, tier, _ = c.Get([]byte("k0"), nil); tier != TierDisk {
+		t.Fatalf("second hit: tier %v", tier)
+	}
 	if _, tier, _ = c.Get([]byte("k0"), nil); tier != TierMemory {
 		t.Fatalf("promotion: tier %v", tier)
 	}
@@ -144,10 +148,11 @@ func TestCacheMemoryOnly(t *testing.T) {
 }
 
 func TestCacheOptionsValidate(t *testing.T) {
-	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: MemoryOptions{Policy: "random"}}
+	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: MemoryOptions{Policy: "random"},
+		Promotion: "third-hit"}
 	o.EnsureDefaults()
 	err := o.Validate()
-	for _, want := range []string{"write_policy", "fetch_timeout", "random"} {
+	for _, want := range []string{"write_policy", "fetch_timeout", "random", "third-hit"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("Validate() = %v, want it to name %q", err, want)
 		}
@@ -254,9 +259,16 @@ func TestGetOrFetchErrorNotCached(t *testing.T) {
 // exactly the newest value that goroutine set (misses are legal: tiers
 // evict and admission drops).
 func TestCacheModel(t *testing.T) {
-	for _, wp := range []WritePolicy{WriteOnEviction, WriteOnInsertion} {
-		t.Run(string(wp), func(t *testing.T) {
-			c, _ := testCache(t, 256<<10, func(o *Options) { o.WritePolicy = wp })
+	for _, tc := range []struct {
+		wp WritePolicy
+		pr Promotion
+	}{
+		{WriteOnEviction, PromoteSecondHit}, {WriteOnInsertion, PromoteSecondHit},
+		{WriteOnEviction, PromoteFirstHit}, {WriteOnInsertion, PromoteFirstHit},
+	} {
+		wp := tc.wp
+		t.Run(string(wp)+"/"+string(tc.pr), func(t *testing.T) {
+			c, _ := testCache(t, 256<<10, func(o *Options) { o.WritePolicy, o.Promotion = wp, tc.pr })
 			ops := 3000
 			if testing.Short() {
 				ops = 500

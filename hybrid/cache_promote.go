@@ -1,0 +1,80 @@
+package hybrid
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Promotion says which disk hits the Cache copies into the memory tier.
+type Promotion string
+
+// Promotion policies.
+const (
+	// PromoteSecondHit (the default): a disk hit is promoted when the same
+	// key was hit on disk recently before (promoteFilter). A key read
+	// once from disk costs no memory-tier copy and evicts nothing; issue
+	// 7's working set of 4x memory spent ~11% of its CPU promoting every
+	// disk hit, most of them evicted again before their next hit.
+	PromoteSecondHit Promotion = "second-hit"
+	// PromoteFirstHit: every disk hit is promoted.
+	PromoteFirstHit Promotion = "first-hit"
+	// PromoteNever: disk hits stay on disk (also what NoPromote selects).
+	PromoteNever Promotion = "never"
+)
+
+// promoteFilter remembers the hashes of recent disk hits, one per slot of
+// a direct-mapped table (a doorkeeper: TinyLFU's first stage). A key whose
+// hash is found in its slot was hit on disk since that slot was last
+// overwritten: its second hit, so it is promoted and the slot cleared. A
+// collision only forgets a key (it then needs one more hit), never
+// promotes one that was not hit: the slot holds the full hash. Lock-free;
+// races between hits of one key at worst promote twice (SetClean keeps the
+// first) or not at all this time.
+type promoteFilter struct {
+	slots []atomic.Uint64
+	shift uint // index = hash >> shift
+}
+
+// Filter size: one slot per promoteSlotBytes of memory capacity (about as
+// many keys as the memory tier holds entries of that size, as S3-FIFO sizes
+// its ghost queue), within [promoteMinSlots, promoteMaxSlots]. 8 bytes each.
+const (
+	promoteSlotBytes = 16 << 10
+	promoteMinSlots  = 1 << 10
+	promoteMaxSlots  = 1 << 20
+)
+
+func newPromoteFilter(memCapacity int64) *promoteFilter {
+	n := min(max(memCapacity/promoteSlotBytes, promoteMinSlots), promoteMaxSlots)
+	lg := bits.Len64(uint64(n - 1)) // n rounded up to a power of two
+	return &promoteFilter{slots: make([]atomic.Uint64, 1<<lg), shift: uint(64 - lg)}
+}
+
+// second records a disk hit of the key hashing to h and reports whether it
+// is the key's second recent one.
+func (f *promoteFilter) second(h uint64) bool {
+	tag := h | 1 // never 0, the empty slot
+	s := &f.slots[h>>f.shift]
+	if s.Load() == tag {
+		return s.CompareAndSwap(tag, 0)
+	}
+	s.Store(tag)
+	return false
+}
+
+// promote copies a disk hit (key → value until expiry, a Unix ns time or 0)
+// into the memory tier if the policy says so and memory has no live entry
+// for key (Memory.SetClean).
+func (c *Cache) promote(key, value []byte, expiry int64) {
+	switch {
+	case c.opts.Promotion == PromoteNever:
+		return
+	case c.opts.Promotion == PromoteSecondHit && !c.promo.second(xxhash.Sum64(key)):
+		return
+	}
+	if c.mem.SetClean(key, value, expiryTime(expiry)) {
+		c.c.promotions.Add(1)
+	}
+}

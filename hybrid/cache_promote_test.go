@@ -1,0 +1,100 @@
+package hybrid
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCachePromotion: which disk hit of a key is the first served from
+// memory, per policy (0: never).
+func TestCachePromotion(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mutate    func(*Options)
+		memoryHit int // 1-based Get that first answers from memory
+	}{
+		{"default", func(*Options) {}, 3},
+		{"second-hit", func(o *Options) { o.Promotion = PromoteSecondHit }, 3},
+		{"first-hit", func(o *Options) { o.Promotion = PromoteFirstHit }, 2},
+		{"never", func(o *Options) { o.Promotion = PromoteNever }, 0},
+		{"no_promote", func(o *Options) { o.NoPromote = true }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := testCache(t, 64<<10, tc.mutate)
+			val := bytes.Repeat([]byte("v"), 1000)
+			c.Insert([]byte("k0"), val, time.Time{})
+			for i := 1; i < 200; i++ { // evict k0 to disk
+				c.Insert(fmt.Appendf(nil, "k%d", i), val, time.Time{})
+			}
+			first := 0
+			for i := 1; i <= 4; i++ {
+				v, tier, ok := c.Get([]byte("k0"), nil)
+				if !ok || !bytes.Equal(v, val) {
+					t.Fatalf("get %d: ok=%v", i, ok)
+				}
+				if tier == TierMemory && first == 0 {
+					first = i
+				}
+			}
+			if first != tc.memoryHit {
+				t.Fatalf("first memory hit at get %d, want %d (stats %+v)", first, tc.memoryHit, c.Stats())
+			}
+			if got, want := c.Stats().Promotions > 0, tc.memoryHit > 0; got != want {
+				t.Fatalf("promotions %d", c.Stats().Promotions)
+			}
+		})
+	}
+}
+
+func TestPromoteFilter(t *testing.T) {
+	f := newPromoteFilter(0)
+	if len(f.slots) != promoteMinSlots {
+		t.Fatalf("%d slots", len(f.slots))
+	}
+	if g := newPromoteFilter(1 << 40); len(g.slots) != promoteMaxSlots {
+		t.Fatalf("%d slots", len(g.slots))
+	}
+	if g := newPromoteFilter(100 * promoteSlotBytes * 16); len(g.slots) != 2048 {
+		t.Fatalf("%d slots, want 1600 rounded up", len(g.slots))
+	}
+	h := uint64(0xdeadbeef12345678)
+	if f.second(h) || !f.second(h) {
+		t.Fatal("second hit not reported")
+	}
+	if f.second(h) {
+		t.Fatal("third hit right after a promotion reported again")
+	}
+	// A colliding hash (same slot, other key) evicts h's mark and is never
+	// taken for h: the slot holds whole hashes.
+	other := h ^ 0xff
+	if f.second(other) || f.second(h) || f.second(other) {
+		t.Fatal("collision reported as a second hit")
+	}
+	// Hash 0 and 1 share tag 1: at worst a spurious promotion, never a panic.
+	_ = f.second(0)
+	_ = f.second(1)
+}
+
+func TestPromotionOptions(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want Promotion
+		err  string
+	}{
+		{Options{}, PromoteSecondHit, ""},
+		{Options{NoPromote: true}, PromoteNever, ""},
+		{Options{Promotion: PromoteFirstHit}, PromoteFirstHit, ""},
+		{Options{NoPromote: true, Promotion: PromoteFirstHit}, PromoteFirstHit, "no_promote"},
+		{Options{Promotion: "sometimes"}, "sometimes", "promotion"},
+	} {
+		tc.o.EnsureDefaults()
+		err := tc.o.Validate()
+		if tc.o.Promotion != tc.want || (err == nil) != (tc.err == "") ||
+			(err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%+v: promotion %q, err %v", tc, tc.o.Promotion, err)
+		}
+	}
+}
