@@ -253,7 +253,7 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.SliceSize = f.s.opts.SliceSize
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
