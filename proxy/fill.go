@@ -258,6 +258,9 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
+	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
+		o.Headers = append(o.Headers, headerKV{Key: hdrDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
+	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]
 	if len(o.ETag) == 0 {

@@ -33,6 +33,7 @@ func (s *Server) pass(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus) {
 func (s *Server) writePass(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs cacheStatus) {
 	out := &ctx.Response
 	out.SetStatusCode(resp.StatusCode())
+	installDate(&out.Header, resp.Header.PeekBytes(hdrDate))
 	conn := connectionValue(&resp.Header)
 	for k, v := range resp.Header.All() {
 		if storedHeader(k, conn) || (len(k) == 3 && string(k) == "Age") {

@@ -92,6 +92,7 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 		IdleTimeout:                   s.opts.ClientIdleTimeout,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
+		NoDefaultDate:                 true, // a hit keeps its stored Date: see installDate
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		CloseOnShutdown:               true,
