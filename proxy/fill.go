@@ -221,12 +221,15 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, resp *fasthttp.Response,
 	var si StoreInfo
 	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	cl := int64(resp.Header.ContentLength())
-	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || resp.BodyStream() == nil {
+	body := resp.BodyStream()
+	if body == nil && resp.StatusCode() == fasthttp.StatusNoContent {
+		body = noContent{} // RFC 9110 §15.3.5: no content; stored and served empty
+	}
+	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || cl > s.opts.MaxObjectSize || body == nil {
 		f.setPrivate(resp) // the leader owns resp now
 		return
 	}
 	f.start(&si, resp, reqTime, respTime)
-	body := resp.BodyStream()
 	stop := context.AfterFunc(ctx, func() {
 		closeBody(body, ctx.Err())
 		f.mu.Lock()
@@ -269,6 +272,9 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	if cl := resp.Header.ContentLength(); cl >= 0 {
 		f.declared = int64(cl)
 	}
+	if o.Status == fasthttp.StatusNoContent {
+		f.declared = 0 // whatever Content-Length says (RFC 9110 §8.6)
+	}
 	keep := max(si.StaleWhileRevalidate, si.StaleIfError, f.s.opts.Policy.Grace)
 	f.expiry = respTime.Add(si.Lifetime + keep)
 	w := f.s.opts.FillWindow
@@ -280,6 +286,12 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	f.state = fillShared
 	f.cond.Broadcast()
 }
+
+// noContent is the empty body of a 204, which fasthttp's client does not
+// give a body stream.
+type noContent struct{}
+
+func (noContent) Read([]byte) (int, error) { return 0, io.EOF }
 
 func (f *fill) setPrivate(resp *fasthttp.Response) {
 	f.mu.Lock()
