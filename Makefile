@@ -9,7 +9,7 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-peers clean conformance
+.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-engine bench-hybrid bench-peers clean conformance
 
 all: build
 
@@ -69,7 +69,7 @@ fuzz:
 BENCHTIME   ?= 5s
 BENCHSIZE   ?= 1GiB
 BENCHROUNDS ?= 1
-bench:
+bench: bench-engine bench-hybrid
 	@command -v fio >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fio)
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/blockdev-bench ./cmd/blockdev-bench
@@ -79,12 +79,52 @@ bench:
 	  $(BIN)/blockdev-bench -file $$dir/dev -size $(BENCHSIZE) -time $(BENCHTIME) -rounds $(BENCHROUNDS) -procs both; \
 	  rc=$$?; rm -rf $$dir; exit $$rc
 
+# bench-engine runs cmd/engine-bench: the disk engine against fio on the
+# same files (write rate, rate-limited write rate, disk-hit Get latency,
+# recovery of a 4 GiB file, index RAM and GC with 5 M entries), medians of
+# ENGINEROUNDS rounds. It needs about 6 GiB free in TMPDIR (or here, when
+# that is tmpfs) and drops the page cache before recovery when root.
+ENGINETIME   ?= 3s
+ENGINEROUNDS ?= 3
+bench-engine:
+	@command -v fio >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fio)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/engine-bench ./cmd/engine-bench
+	@base=$${TMPDIR:-/tmp}; \
+	  if [ "$$(stat -f -c %T $$base)" = tmpfs ]; then base=$(CURDIR); fi; \
+	  $(BIN)/engine-bench -dir $$base -time $(ENGINETIME) -rounds $(ENGINEROUNDS)
+
 # bench-peers: strata beside nginx proxy_cache, Varnish and Traffic Server
 # on the sample origin (issue 7); installs the peers and wrk if missing.
 # SCENARIOS=1a,3 runs a subset; empty runs all.
 SCENARIOS ?=
 bench-peers: build
 	$(BIN)/peerbench -scenarios "$(SCENARIOS)"
+
+# bench-hybrid runs cmd/hybrid-bench's standard workload, scaled to a
+# 2-core machine, once per runtime mode on one temporary file (on a real
+# file system, as bench), then prints the three Total blocks side by side
+# with issue 4's targets. HB_OUT=dir keeps the JSON files.
+HB_TIME ?= 30
+HB_ARGS ?= --mem 64MiB --disk 1GiB --region-size 16MiB --entry-size-min 2KiB --entry-size-max 64KiB \
+  --writers 4 --readers 4 --get-range 10000 --w-rate 16MiB --r-rate 16MiB --admission-rate-limit 32MiB \
+  --flushers 2 --reclaimers 1 --warm-up 5 --report-interval 10
+HB_MODES ?= disabled unified separated
+bench-hybrid:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/hybrid-bench ./cmd/hybrid-bench
+	@base=$${TMPDIR:-/tmp}; \
+	  if [ "$$(stat -f -c %T $$base)" = tmpfs ]; then base=$(CURDIR); fi; \
+	  dir=$$(mktemp -d -p $$base hybrid-bench.XXXXXX) || exit 1; \
+	  rc=0; files=; \
+	  for rt in $(HB_MODES); do \
+	    echo "== hybrid-bench --runtime $$rt"; \
+	    $(BIN)/hybrid-bench --file $$dir/dev $(HB_ARGS) --time $(HB_TIME) --runtime $$rt --json $$dir/$$rt.json || rc=1; \
+	    files="$$files $$dir/$$rt.json"; \
+	  done; \
+	  if [ $$rc = 0 ]; then echo "== side by side"; $(BIN)/hybrid-bench --compare $$files || rc=1; fi; \
+	  if [ -n "$(HB_OUT)" ]; then mkdir -p $(HB_OUT) && cp $$files $(HB_OUT)/; fi; \
+	  rm -rf $$dir; exit $$rc
 
 clean:
 	rm -rf $(BIN)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,47 +18,12 @@ import (
 	"strata/blockdev"
 )
 
-// fileDev is a minimal file-backed Device for the crash test (buffered
-// I/O; SIGKILL keeps what reached the page cache, as a power cut keeps
-// what reached the disk).
-type fileDev struct {
-	f    *os.File
-	size int64
+// openFileDev opens path as a blockdev.Open device of size bytes: a
+// preallocated file with O_DIRECT where the file system allows it (what a
+// process writes reaches the device, so SIGKILL is a crash).
+func openFileDev(path string, size int64) (blockdev.Device, error) {
+	return blockdev.Open(path, blockdev.Options{Size: size, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
-
-var _ blockdev.Device = (*fileDev)(nil)
-
-func openFileDev(path string, size int64) (*fileDev, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &fileDev{f: f, size: size}, nil
-}
-
-func (d *fileDev) ReadAt(p []byte, off int64) (int, error) {
-	if err := blockdev.CheckIO(p, off, d.size, 512); err != nil {
-		return 0, err
-	}
-	return d.f.ReadAt(p, off)
-}
-
-func (d *fileDev) WriteAt(p []byte, off int64) (int, error) {
-	if err := blockdev.CheckIO(p, off, d.size, 512); err != nil {
-		return 0, err
-	}
-	return d.f.WriteAt(p, off)
-}
-
-func (d *fileDev) Sync() error           { return nil } // the page cache survives SIGKILL
-func (d *fileDev) Size() int64           { return d.size }
-func (d *fileDev) BlockSize() int        { return 512 }
-func (d *fileDev) Stats() blockdev.Stats { return blockdev.Stats{} }
-func (d *fileDev) Close() error          { return d.f.Close() }
 
 const crashDevSize = 48 << 20
 

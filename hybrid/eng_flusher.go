@@ -27,8 +27,9 @@ type engFlusher struct {
 	cursor    int64 // region offset of the next write (block aligned)
 	broken    bool  // a write failed: abandon the region
 
-	timer *time.Timer
-	due   bool // the filling buffer waited long enough
+	timer    *time.Timer
+	due      bool // the filling buffer waited long enough
+	stopping bool // stop was closed: drain and exit
 }
 
 // engBuf is one batch being built or written.
@@ -68,13 +69,27 @@ func (e *Engine) startFlushers() {
 }
 
 // run is the flusher goroutine. It drains its queue after stop closes and
-// exits once everything queued is written.
+// exits once everything queued is written. A panic in the loop is
+// recovered (see Engine.recovered) and the loop resumes; the item being
+// handled at that moment may stay pending until Close.
 func (f *engFlusher) run() {
 	defer f.e.flushWG.Done()
 	f.timer = time.NewTimer(time.Hour)
 	f.timer.Stop()
 	defer f.timer.Stop()
-	stopping := false
+	for !f.loop() {
+	}
+}
+
+// loop runs the flusher until it has drained after stop (true) or a
+// panic was recovered (false).
+func (f *engFlusher) loop() (done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.e.recovered("flusher", r)
+			done = false
+		}
+	}()
 	for {
 		items := f.q.take(f.spare)
 		for i, it := range items {
@@ -85,9 +100,12 @@ func (f *engFlusher) run() {
 		if f.cur != nil && len(f.cur.items) > 0 && f.fly == nil && (f.due || f.e.opts.FlushDelay < 0) {
 			f.write()
 		}
-		if stopping && len(items) == 0 {
+		if f.stopping && len(items) == 0 {
 			f.drain()
-			return
+			if f.q.empty() { // a failed write may have queued tombstones
+				return true
+			}
+			continue
 		}
 		var flyDone chan struct{}
 		if f.fly != nil {
@@ -100,11 +118,11 @@ func (f *engFlusher) run() {
 		case <-f.timer.C:
 			f.due = true
 		case <-f.stop:
-			stopping = true
+			f.stopping = true
 			f.stop = nil
 		case <-f.e.abort:
 			f.abortQueue()
-			stopping = true
+			f.stopping = true
 		}
 	}
 }
@@ -121,7 +139,7 @@ func (f *engFlusher) drain() {
 func (f *engFlusher) abortQueue() {
 	for _, it := range f.q.take(nil) {
 		f.e.c.dropAborted.Add(1)
-		f.e.fail(it)
+		f.e.fail(it, false)
 	}
 }
 
@@ -133,7 +151,7 @@ func (f *engFlusher) add(it *engItem) {
 	for {
 		if f.cur == nil && !f.open() {
 			f.e.c.dropAborted.Add(1)
-			f.e.fail(it)
+			f.e.fail(it, false)
 			return
 		}
 		b := f.cur
@@ -148,7 +166,7 @@ func (f *engFlusher) add(it *engItem) {
 			f.retire() // the region's tail is too short for this entry
 		default:
 			f.e.c.dropTooLarge.Add(1) // cannot happen: Insert checks the size
-			f.e.fail(it)
+			f.e.fail(it, false)
 			return
 		}
 	}
@@ -267,11 +285,11 @@ func (f *engFlusher) complete() {
 	if b.err != nil {
 		e.c.ioErrors.Add(1)
 		e.opts.Logger.Error("hybrid: flush write failed", "region", b.region, "offset", b.start, "err", b.err)
+		f.abandon(b) // first: the tombstones fail queues must go to a new region
 		for _, it := range b.items {
 			e.c.writeFailed.Add(1)
-			e.fail(it)
+			e.fail(it, true)
 		}
-		f.abandon(b)
 	} else {
 		e.commit(b)
 	}
@@ -289,7 +307,7 @@ func (f *engFlusher) abandon(b *engBuf) {
 	if c := f.cur; c != nil && c.region == b.region {
 		for _, it := range c.items {
 			f.e.c.writeFailed.Add(1)
-			f.e.fail(it)
+			f.e.fail(it, true)
 		}
 		clear(c.items)
 		c.items, c.recs = c.items[:0], c.recs[:0]

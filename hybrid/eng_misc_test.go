@@ -36,6 +36,41 @@ func TestEngineGetAllocs(t *testing.T) {
 	}
 }
 
+// TestEngineInsertAllocs: in the steady state an Insert allocates nothing
+// (items and their buffers are pooled; queues and maps are already grown).
+func TestEngineInsertAllocs(t *testing.T) {
+	if ixRaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	o := testOpts()
+	o.FlushDelay = time.Millisecond
+	e := openT(t, newMem(t, 16<<20), o)
+	defer closeT(t, e)
+	keys := make([][]byte, 64)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key-%d", i))
+	}
+	v := bytes.Repeat([]byte("v"), 1000)
+	for range 20 {
+		for _, k := range keys {
+			e.Insert(k, v, time.Time{})
+		}
+		settle(t, e)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(500, func() {
+		if !e.Insert(keys[i%len(keys)], v, time.Time{}) {
+			settle(t, e)
+		}
+		if i++; i%len(keys) == 0 {
+			settle(t, e)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocs per Insert", allocs)
+	}
+}
+
 // switchAdmitter admits until reject is set.
 type switchAdmitter struct{ reject atomic.Bool }
 

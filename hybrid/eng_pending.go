@@ -2,7 +2,9 @@ package hybrid
 
 import (
 	"bytes"
+	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +16,7 @@ type engItem struct {
 	seq    uint64
 	expiry int64 // unix nanoseconds, 0 = never
 	tomb   bool
+	tries  uint8 // tombstones for failed writes: earlier failed attempts
 	klen   int
 	kv     []byte // key then value
 	size   int64  // bytes charged to the queue bound
@@ -21,6 +24,52 @@ type engItem struct {
 
 func (it *engItem) key() []byte   { return it.kv[:it.klen] }
 func (it *engItem) value() []byte { return it.kv[it.klen:] }
+
+// Items are pooled with their kv buffers, in power-of-two capacity classes
+// from engItemMin to engItemMax bytes, so that an Insert allocates nothing
+// in the steady state. An item's life ends when its write has been
+// committed or failed (commit, fail): by then neither the pending set nor a
+// queue nor a buffer refers to it. Pooling rounds kv up to a power of two,
+// so the memory behind QueueBytes (which counts entry sizes) is at most
+// twice that bound.
+const (
+	engItemMinShift = 6  // 64 B
+	engItemMaxShift = 23 // 8 MiB
+)
+
+var engItemPools [engItemMaxShift - engItemMinShift + 1]sync.Pool
+
+func engItemClass(n int) int {
+	if n <= 1<<engItemMinShift {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - engItemMinShift
+}
+
+// newEngItem returns a zeroed item whose kv has length n.
+func newEngItem(n int) *engItem {
+	c := engItemClass(n)
+	if c >= len(engItemPools) {
+		return &engItem{kv: make([]byte, n)}
+	}
+	if x := engItemPools[c].Get(); x != nil {
+		it := x.(*engItem)
+		it.kv = it.kv[:n]
+		return it
+	}
+	return &engItem{kv: make([]byte, n, 1<<(c+engItemMinShift))}
+}
+
+// freeEngItem returns it to its pool. REQUIRES: nothing refers to it.
+func freeEngItem(it *engItem) {
+	kv := it.kv
+	*it = engItem{}
+	c := engItemClass(cap(kv))
+	if c < len(engItemPools) && cap(kv) == 1<<(c+engItemMinShift) {
+		it.kv = kv[:0]
+		engItemPools[c].Put(it)
+	}
+}
 
 // engPending maps key hash → the newest queued operation for that key, so a
 // Get right after an Insert hits and a Get right after a Remove misses. A
@@ -32,11 +81,56 @@ type engPending struct {
 
 const engPendingShards = 256
 
+// A Get looks at the pending set first, but nearly always finds nothing
+// there: so each shard keeps a small counting filter, engPendingSlots
+// counters of the keys pending per slot of the hash, written under mu and
+// read without it. A Get whose slot counts zero skips the mutex. (Insert
+// bumps the counter before it returns and commit drops it after the index
+// holds the new address, so a Get that reads zero and then asks the index
+// sees what a Get under the lock would have.)
+//
+// Go maps never shrink, and these hold pointers the GC must scan: a burst
+// that queued a million small entries would leave maps of a million slots
+// behind. So a shard whose map has fallen to 1/16 of its peak (and the
+// peak was large) moves what is left to a fresh map.
 type engPendingShard struct {
-	mu sync.Mutex
-	m  map[uint64]*engItem
-	_  [40]byte // keep shards on separate cache lines
+	mu   sync.Mutex
+	m    map[uint64]*engItem
+	peak int // most keys m held since it was made
+	filt [engPendingSlots]atomic.Int32
+	_    [40]byte // keep shards on separate cache lines
 }
+
+const engPendingShrinkAt = 1024 // peak size at which a shard's map may be remade
+
+const engPendingSlots = 32
+
+func pendingSlot(h uint64) uint64 { return h >> 59 } // the top 5 bits; shards use the low ones
+
+// put makes it the pending operation of its key. REQUIRES: s.mu held.
+func (s *engPendingShard) put(it *engItem) {
+	if _, ok := s.m[it.hash]; !ok {
+		s.filt[pendingSlot(it.hash)].Add(1)
+	}
+	s.m[it.hash] = it
+	s.peak = max(s.peak, len(s.m))
+}
+
+// del forgets h's pending operation. REQUIRES: s.mu held, h pending.
+func (s *engPendingShard) del(h uint64) {
+	delete(s.m, h)
+	s.filt[pendingSlot(h)].Add(-1)
+	if s.peak >= engPendingShrinkAt && len(s.m) <= s.peak/16 {
+		m := make(map[uint64]*engItem, 2*len(s.m))
+		for k, v := range s.m {
+			m[k] = v
+		}
+		s.m, s.peak = m, len(m)
+	}
+}
+
+// maybe says whether h may be pending (false: certainly not).
+func (s *engPendingShard) maybe(h uint64) bool { return s.filt[pendingSlot(h)].Load() != 0 }
 
 func newEngPending() *engPending {
 	p := &engPending{}
@@ -62,6 +156,9 @@ const (
 // get appends the pending value of key to dst.
 func (p *engPending) get(h uint64, key, dst []byte, now func() time.Time) ([]byte, int64, engPendingResult) {
 	s := p.shard(h)
+	if !s.maybe(h) {
+		return dst, 0, pendingNone
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := s.m[h]
@@ -78,6 +175,9 @@ func (p *engPending) get(h uint64, key, dst []byte, now func() time.Time) ([]byt
 // remove.
 func (p *engPending) peek(h uint64) (tomb, ok bool) {
 	s := p.shard(h)
+	if !s.maybe(h) {
+		return false, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := s.m[h]
@@ -115,6 +215,13 @@ func (q *engQueue) push(it *engItem) {
 	case q.signal <- struct{}{}:
 	default:
 	}
+}
+
+// empty reports whether nothing is queued.
+func (q *engQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) == 0
 }
 
 // take returns the queued items and gives the queue spare for reuse.

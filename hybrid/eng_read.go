@@ -21,13 +21,12 @@ func (e *Engine) Get(key, dst []byte) ([]byte, bool) {
 // nanoseconds (0: none), so a caller can copy the entry elsewhere with the
 // same lifetime (the Cache promotes disk hits into memory this way).
 func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if e.closed {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
 		return dst, 0, false
 	}
+	defer e.gate.exit(h)
 	e.c.gets.Add(1)
-	h := xxhash.Sum64(key)
 	out, expiry, res := e.pending.get(h, key, dst, e.opts.Now)
 	switch res {
 	case pendingHit:
@@ -53,12 +52,11 @@ func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
 // collision or a damaged entry can make it say yes for a key Get misses;
 // it never says no for a key Get would find.
 func (e *Engine) Contains(key []byte) bool {
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if e.closed {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
 		return false
 	}
-	h := xxhash.Sum64(key)
+	defer e.gate.exit(h)
 	if tomb, ok := e.pending.peek(h); ok {
 		return !tomb
 	}
@@ -77,7 +75,7 @@ func (e *Engine) readEntry(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
 	}
 	reg := &e.regions.regions[r]
 	reg.readers.Add(1)
-	defer reg.readers.Add(-1)
+	defer e.regions.readDone(reg)
 	if st := reg.state.Load(); st != regionWriting && st != regionSealed {
 		return dst, 0, false
 	}
@@ -138,7 +136,7 @@ func (e *Engine) commit(b *engBuf) {
 		s := e.pending.shard(it.hash)
 		s.mu.Lock()
 		if s.m[it.hash] == it {
-			delete(s.m, it.hash)
+			s.del(it.hash)
 			if !it.tomb {
 				if old, ok := e.ix.set(it.hash, e.lay.pack(b.region, rec.offset, rec.length)); ok {
 					e.unaccount(old)
@@ -150,6 +148,7 @@ func (e *Engine) commit(b *engBuf) {
 		}
 		s.mu.Unlock()
 		e.queued.Add(-it.size)
+		freeEngItem(it)
 	}
 	e.regions.regions[b.region].tombs.Add(tombs)
 	e.c.batches.Add(1)
@@ -161,18 +160,49 @@ func (e *Engine) commit(b *engBuf) {
 	}
 }
 
-// fail forgets an item that will not be written. If it was its key's
-// newest operation, the key is hidden (index entry dropped too), so an
-// older value never reappears in its place.
-func (e *Engine) fail(it *engItem) {
+// fail forgets an item that will not be written and frees it. If it was
+// its key's newest operation, the key is hidden (index entry dropped too),
+// so an older value never reappears in its place while the engine runs.
+// With durable set (the item's write failed, or was abandoned with its
+// region, while the engine is not giving up on Close), a tombstone is
+// queued in its place, so an older copy on the device does not come back
+// after a restart either; a tombstone whose own write fails is retried up
+// to engTombTries times (then counted in TombstonesLost).
+func (e *Engine) fail(it *engItem, durable bool) {
 	s := e.pending.shard(it.hash)
 	s.mu.Lock()
 	if s.m[it.hash] == it {
-		delete(s.m, it.hash)
+		s.del(it.hash)
 		if old, ok := e.ix.remove(it.hash); ok {
 			e.unaccount(old)
+		}
+		switch {
+		case !durable || e.aborting():
+		case !it.tomb || it.tries+1 < engTombTries:
+			tries := uint8(0)
+			if it.tomb {
+				tries = it.tries + 1
+			}
+			e.queueTomb(s, it.hash, tries)
+		default:
+			e.c.tombsLost.Add(1)
 		}
 	}
 	s.mu.Unlock()
 	e.queued.Add(-it.size)
+	freeEngItem(it)
+}
+
+// engTombTries is how many writes of a tombstone for a failed write are
+// attempted before the engine gives up on it.
+const engTombTries = 3
+
+// aborting reports whether Close gave up waiting (its ctx ended).
+func (e *Engine) aborting() bool {
+	select {
+	case <-e.abort:
+		return true
+	default:
+		return false
+	}
 }

@@ -1,13 +1,23 @@
 package hybrid
 
-import (
-	"time"
-)
-
 // reclaimLoop keeps CleanRegions clean regions ready until stopReclaim.
+// A panic is recovered (Engine.recovered) and the loop resumes.
 func (e *Engine) reclaimLoop() {
 	defer e.wg.Done()
 	s := newEngScan(e)
+	for !e.reclaimRun(s) {
+	}
+}
+
+// reclaimRun reclaims until stopReclaim (true) or a recovered panic
+// (false).
+func (e *Engine) reclaimRun(s *engScan) (done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.recovered("reclaimer", r)
+			done = false
+		}
+	}()
 	for {
 		for e.regions.needReclaim() {
 			if !e.reclaimOne(s) {
@@ -17,7 +27,7 @@ func (e *Engine) reclaimLoop() {
 		select {
 		case <-e.regions.kick:
 		case <-e.stopReclaim:
-			return
+			return true
 		}
 	}
 }
@@ -32,6 +42,13 @@ func (e *Engine) reclaimOne(s *engScan) bool {
 	if !ok {
 		return false
 	}
+	released := false
+	defer func() {
+		if !released { // panicking: later tickets must not wait for ours
+			e.regions.skipTurn(ticket)
+			e.opts.Logger.Error("hybrid: reclaim abandoned; region unused until restart", "region", id)
+		}
+	}()
 	s.reset(id, false)
 	now := e.opts.Now().UnixNano()
 	if _, _, err := s.walk(func(recs []engRecord) {
@@ -41,15 +58,13 @@ func (e *Engine) reclaimOne(s *engScan) bool {
 	}); err != nil {
 		e.opts.Logger.Warn("hybrid: reclaim scan", "region", id, "err", err)
 	}
-	reg := &e.regions.regions[id]
-	for reg.readers.Load() != 0 {
-		time.Sleep(20 * time.Microsecond) // a read takes at most one device read
-	}
+	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
 		e.c.ioErrors.Add(1)
 		e.opts.Logger.Error("hybrid: reclaim: zero region header", "region", id, "err", err)
 	}
+	released = true
 	e.regions.release(id)
 	e.c.reclaims.Add(1)
 	return true
@@ -95,18 +110,18 @@ func (e *Engine) reinsert(id uint32, rec *engRecord, cur uint64) {
 		e.c.corruptions.Add(1)
 		return
 	}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
+	if !e.gate.enter(rec.hash) {
+		return
+	}
+	defer e.gate.exit(rec.hash)
 	size := int(rec.length)
-	if e.closed || (e.opts.Admission != nil && !e.opts.Admission.Admit(rec.hash, size)) {
+	if e.opts.Admission != nil && !e.opts.Admission.Admit(rec.hash, size) {
 		return
 	}
 	if e.queued.Add(int64(size)) > e.opts.QueueBytes {
 		e.queued.Add(-int64(size))
 		return
 	}
-	it := &engItem{hash: rec.hash, seq: rec.seq, expiry: rec.expiry, klen: len(key), size: int64(size)}
-	it.kv = append(append(make([]byte, 0, len(key)+len(value)), key...), value...)
 	ps := e.pending.shard(rec.hash)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -114,7 +129,10 @@ func (e *Engine) reinsert(id uint32, rec *engRecord, cur uint64) {
 		e.queued.Add(-int64(size))
 		return
 	}
-	ps.m[rec.hash] = it
+	it := newEngItem(len(key) + len(value))
+	it.hash, it.seq, it.expiry, it.klen, it.size = rec.hash, rec.seq, rec.expiry, len(key), int64(size)
+	copy(it.kv[copy(it.kv, key):], value)
+	ps.put(it)
 	e.flusherFor(rec.hash).q.push(it)
 	e.c.reinsertions.Add(1)
 }

@@ -43,6 +43,11 @@ type engRegions struct {
 	nextSeq uint64
 	tickets uint64 // next ticket to hand out
 	zeroed  uint64 // tickets whose zeroing finished
+
+	// A reclaimer waits on readers (a cond on readerMu) for the Gets
+	// still reading its victim; the last of them signals it.
+	readerMu sync.Mutex
+	readers  sync.Cond
 }
 
 func newEngRegions(n int, picker PickerMode, target, reclaimers int) *engRegions {
@@ -168,6 +173,41 @@ func (rs *engRegions) release(id uint32) {
 	r.tombs.Store(0)
 	r.state.Store(regionClean)
 	rs.clean <- id
+}
+
+// readDone ends a Get's read of reg. The last reader of a region being
+// reclaimed wakes the reclaimer. The reclaimer stores regionReclaiming
+// before it loads the reader count, and a reader decrements the count
+// before it loads the state (sequentially consistent atomics): one of the
+// two sees the other, so the reclaimer never sleeps through the last exit.
+func (rs *engRegions) readDone(reg *engRegion) {
+	if reg.readers.Add(-1) == 0 && reg.state.Load() == regionReclaiming {
+		rs.readerMu.Lock()
+		rs.readers.Broadcast()
+		rs.readerMu.Unlock()
+	}
+}
+
+// waitReaders blocks until no Get reads reg. REQUIRES: reg is reclaiming
+// and its index entries are gone, so no new reader stays (a late reader
+// re-checks state and index after registering, and leaves).
+func (rs *engRegions) waitReaders(reg *engRegion) {
+	rs.readerMu.Lock()
+	for reg.readers.Load() != 0 {
+		rs.readers.Wait()
+	}
+	rs.readerMu.Unlock()
+}
+
+// skipTurn ends a ticket's turn without returning its region: the
+// reclaimer that held it panicked, and the region stays out of use until
+// a restart.
+func (rs *engRegions) skipTurn(ticket uint64) {
+	rs.waitTurn(ticket)
+	rs.mu.Lock()
+	rs.zeroed++
+	rs.turn.Broadcast()
+	rs.mu.Unlock()
 }
 
 // counts returns the number of clean and sealed regions.

@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"fmt"
 	"sync"
 
 	"strata/blockdev"
@@ -63,8 +64,7 @@ func (rt *engRuntime) worker(reads chan *engReadJob, writes chan *engBuf) {
 	for {
 		select {
 		case j := <-reads:
-			j.dst, j.expiry, j.ok = rt.e.readEntry(j.h, j.v, j.key, j.dst)
-			j.done <- struct{}{}
+			rt.serveRead(j)
 		case b := <-writes:
 			rt.doWrite(b)
 		case <-rt.stopCh:
@@ -84,9 +84,31 @@ func (rt *engRuntime) write(b *engBuf, off int64) {
 	rt.writes <- b
 }
 
+// serveRead runs one Get's read. A panic is recovered (a miss for the
+// Get, see Engine.recovered): the waiting Get is always released.
+func (rt *engRuntime) serveRead(j *engReadJob) {
+	dst := j.dst
+	defer func() {
+		if r := recover(); r != nil {
+			j.dst, j.expiry, j.ok = dst, 0, false
+			rt.e.recovered("read worker", r)
+		}
+		j.done <- struct{}{}
+	}()
+	j.dst, j.expiry, j.ok = rt.e.readEntry(j.h, j.v, j.key, j.dst)
+}
+
+// doWrite runs one flush write. A panic is recovered and fails the write,
+// so the flusher waiting for it carries on.
 func (rt *engRuntime) doWrite(b *engBuf) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("hybrid: panic in write: %v", r)
+			rt.e.recovered("write worker", r)
+		}
+		b.done <- struct{}{}
+	}()
 	_, b.err = rt.e.dev.WriteAt(b.data[:b.wlen], b.woff)
-	b.done <- struct{}{}
 }
 
 // read runs readEntry on a read worker, or inline when disabled. A full

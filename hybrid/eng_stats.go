@@ -30,6 +30,7 @@ type EngineStats struct {
 	BytesWritten   uint64 // device bytes of those writes
 	PayloadWritten uint64 // key+value bytes of those entries
 	WriteFailed    uint64 // entries lost to failed writes
+	TombstonesLost uint64 // tombstones for failed writes given up after retries
 	Superseded     uint64 // written entries whose key changed meanwhile
 
 	Reclaims     uint64 // regions reclaimed
@@ -42,7 +43,10 @@ type EngineStats struct {
 	RecoveryTornTails uint64 // regions whose last batch was torn
 	RecoveryDuration  time.Duration
 
+	Panics uint64 // panics recovered in background goroutines
+
 	Entries       int   // index entries
+	IndexBytes    int   // memory of the index (its slot tables)
 	PendingKeys   int   // keys with a queued operation
 	QueuedBytes   int64 // bytes accepted, not yet written
 	CleanRegions  int
@@ -57,6 +61,7 @@ type engCounters struct {
 	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
 	reclaims, evictions, reinsertions                                                  atomic.Uint64
 	recovered, recBatches, recSkipped, recTorn, recoveryNanos                          atomic.Uint64
+	tombsLost, panics                                                                  atomic.Uint64
 }
 
 // Stats returns a snapshot. Gauges that walk shards (Entries,
@@ -73,12 +78,12 @@ func (e *Engine) Stats() EngineStats {
 		HashCollisions: c.collisions.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
 		IOErrors: c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),
 		BytesWritten: c.bytesWritten.Load(), PayloadWritten: c.payload.Load(),
-		WriteFailed: c.writeFailed.Load(), Superseded: c.supersed.Load(),
+		WriteFailed: c.writeFailed.Load(), TombstonesLost: c.tombsLost.Load(), Superseded: c.supersed.Load(),
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
 		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
-		RecoveryDuration: time.Duration(c.recoveryNanos.Load()),
-		Entries:          e.ix.len(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
+		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
+		Entries: e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
 		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount,
 	}
 }

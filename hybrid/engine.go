@@ -36,8 +36,7 @@ type Engine struct {
 	zeroBlk []byte
 	bufs    engBufPool
 
-	gate   sync.RWMutex // Close takes it exclusively; operations share it
-	closed bool         // guarded by gate
+	gate engGate // operations enter it; Close shuts it
 
 	stopReclaim chan struct{}
 	abort       chan struct{} // closed when Close's ctx expires
@@ -68,6 +67,8 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 		abort:       make(chan struct{}),
 	}
 	e.bufs.bs = int(lay.blockSize)
+	e.gate.init()
+	e.regions.readers.L = &e.regions.readerMu
 	start := time.Now()
 	if err := e.recover(); err != nil {
 		return nil, err
@@ -89,13 +90,12 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 // hides any older value of the key, so a Get never returns a value older
 // than the newest Insert.
 func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if e.closed {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
 		return false
 	}
+	defer e.gate.exit(h)
 	e.c.inserts.Add(1)
-	h := xxhash.Sum64(key)
 	var exp int64
 	if !expiry.IsZero() {
 		exp = expiry.UnixNano()
@@ -112,8 +112,8 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 		e.queued.Add(-int64(size))
 		e.c.dropQueue.Add(1)
 	default:
-		it := &engItem{hash: h, expiry: exp, klen: len(key), size: int64(size)}
-		it.kv = make([]byte, len(key)+len(value))
+		it := newEngItem(len(key) + len(value))
+		it.hash, it.expiry, it.klen, it.size = h, exp, len(key), int64(size)
 		copy(it.kv[copy(it.kv, key):], value)
 		e.submit(it)
 		return true
@@ -130,7 +130,7 @@ func (e *Engine) submit(it *engItem) {
 	s := e.pending.shard(it.hash)
 	s.mu.Lock()
 	it.seq = e.seq.Add(1)
-	s.m[it.hash] = it
+	s.put(it)
 	e.flusherFor(it.hash).q.push(it)
 	s.mu.Unlock()
 }
@@ -138,13 +138,13 @@ func (e *Engine) submit(it *engItem) {
 // Remove hides key at once and writes a tombstone so that the key stays
 // gone after a restart. A key the engine does not hold costs nothing.
 func (e *Engine) Remove(key []byte) {
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if e.closed {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
 		return
 	}
+	defer e.gate.exit(h)
 	e.c.removes.Add(1)
-	e.hide(xxhash.Sum64(key))
+	e.hide(h)
 }
 
 // hide removes h from the index and, if it was indexed or pending, queues
@@ -161,11 +161,19 @@ func (e *Engine) hide(h uint64) {
 	if p := s.m[h]; !inIndex && (p == nil || p.tomb) {
 		return
 	}
+	e.queueTomb(s, h, 0)
+}
+
+// queueTomb queues a tombstone for h as the key's newest operation; tries
+// counts earlier failed writes of tombstones for this key.
+// REQUIRES: s is h's pending shard, s.mu held.
+func (e *Engine) queueTomb(s *engPendingShard, h uint64, tries uint8) {
 	size := entrySize(0, 0)
 	e.queued.Add(int64(size))
-	it := &engItem{hash: h, tomb: true, size: int64(size)}
+	it := newEngItem(0)
+	it.hash, it.tomb, it.size, it.tries = h, true, int64(size), tries
 	it.seq = e.seq.Add(1)
-	s.m[h] = it
+	s.put(it)
 	e.flusherFor(h).q.push(it)
 }
 
@@ -193,9 +201,7 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 func (e *Engine) close(ctx context.Context) error {
-	e.gate.Lock()
-	e.closed = true
-	e.gate.Unlock()
+	e.gate.shut()
 	for _, f := range e.flush {
 		close(f.stop)
 	}

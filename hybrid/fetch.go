@@ -10,8 +10,10 @@ import (
 
 // FetchFunc loads a value on a miss (from an origin, say). It runs at most
 // once at a time per key, on a context of its own: it is not cancelled when
-// the caller that started it gives up. The returned value is copied; the
-// function may reuse its buffer after it returns.
+// the caller that started it gives up. The returned value is handed to
+// every waiting caller (each appends it to its own dst) and copied into the
+// cache, so the function must not modify it after returning: return a
+// buffer that is not reused.
 type FetchFunc func(ctx context.Context) (value []byte, expiry time.Time, err error)
 
 // fetchFunc is a FetchFunc that may also answer from the cache (re-check).
@@ -91,8 +93,9 @@ func (g *fetchGroup) run(s *fetchShard, key string, c *fetchCall, fetch fetchFun
 		c.err = err
 		return
 	}
-	// The waiters get their own copy: the fetch may reuse its buffer.
-	c.value, c.tier = append([]byte(nil), v...), tier
+	// Not copied: FetchFunc's contract is that v is not modified after
+	// return, every waiter appends it to its own dst, and store copies.
+	c.value, c.tier = v, tier
 	if tier == TierMiss {
 		store([]byte(key), c.value, exp)
 	}

@@ -205,6 +205,9 @@ func TestPartialValidatorChange(t *testing.T) {
 			p := newRangePair(t, ro)
 			v0 := ro.body(0)
 			getRange(t, p, "0-99", v0)
+			// The client has its 100 bytes before the fetch of slice 0 ends;
+			// a request joining that fetch would rightly read v0 from it.
+			waitFor(t, func() bool { return p.srv.fetches.idle() })
 			ro.mu.Lock()
 			ro.version = 1
 			ro.mu.Unlock()
@@ -372,3 +375,17 @@ func TestRangeMissingSliceRefetched(t *testing.T) {
 }
 
 func releaseResp(r *fasthttp.Response) { fasthttp.ReleaseResponse(r) }
+
+// idle reports whether no slice fetch is in flight.
+func (fm *fetchMap) idle() bool {
+	for i := range fm.shards {
+		sh := &fm.shards[i]
+		sh.mu.Lock()
+		n := len(sh.m)
+		sh.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
