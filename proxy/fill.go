@@ -220,6 +220,7 @@ func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
 func (s *Server) fillFrom(ctx context.Context, f *fill, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
 	var si StoreInfo
 	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+	s.consumeSurrogate(&resp.Header)
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()
 	if body == nil && resp.StatusCode() == fasthttp.StatusNoContent {

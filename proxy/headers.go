@@ -11,22 +11,24 @@ import (
 
 // Header names, prebuilt so that the hot paths do not convert strings.
 var (
-	hdrAge              = []byte("Age")
-	hdrAltSvc           = []byte("Alt-Svc")
-	hdrCacheStatus      = []byte("Cache-Status")
-	hdrConnection       = []byte("Connection")
-	hdrContentLength    = []byte("Content-Length")
-	hdrDate             = []byte("Date")
-	hdrKeepAlive        = []byte("Keep-Alive")
-	hdrProxyPrefix      = []byte("Proxy-")
-	hdrTE               = []byte("TE")
-	hdrTrailer          = []byte("Trailer")
-	hdrTransferEncoding = []byte("Transfer-Encoding")
-	hdrUpgrade          = []byte("Upgrade")
-	hdrVia              = []byte("Via")
-	hdrXForwardedFor    = []byte("X-Forwarded-For")
-	hdrXForwardedHost   = []byte("X-Forwarded-Host")
-	hdrXForwardedProto  = []byte("X-Forwarded-Proto")
+	hdrAge                 = []byte("Age")
+	hdrAltSvc              = []byte("Alt-Svc")
+	hdrCacheStatus         = []byte("Cache-Status")
+	hdrConnection          = []byte("Connection")
+	hdrContentLength       = []byte("Content-Length")
+	hdrDate                = []byte("Date")
+	hdrSurrogateCapability = []byte(HeaderSurrogateCapability)
+	hdrSurrogateControl    = []byte(HeaderSurrogateControl)
+	hdrKeepAlive           = []byte("Keep-Alive")
+	hdrProxyPrefix         = []byte("Proxy-")
+	hdrTE                  = []byte("TE")
+	hdrTrailer             = []byte("Trailer")
+	hdrTransferEncoding    = []byte("Transfer-Encoding")
+	hdrUpgrade             = []byte("Upgrade")
+	hdrVia                 = []byte("Via")
+	hdrXForwardedFor       = []byte("X-Forwarded-For")
+	hdrXForwardedHost      = []byte("X-Forwarded-Host")
+	hdrXForwardedProto     = []byte("X-Forwarded-Proto")
 
 	// Request headers a shared fill must not forward: the fill answers
 	// many clients, so it asks for the whole, unconditional representation
@@ -135,6 +137,9 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 		h.SetBytesKV(hdrXForwardedFor, []byte(ip))
 	}
 	h.AddBytesKV(hdrVia, s.via)
+	if !s.opts.Policy.IgnoreSurrogateControl && len(s.opts.Policy.surrogateCap) > 0 {
+		h.AddBytesKV(hdrSurrogateCapability, s.opts.Policy.surrogateCap)
+	}
 	if o.opts.HostHeader == HostOrigin {
 		h.SetHostBytes(o.hostHeader)
 	}
@@ -223,4 +228,13 @@ func storedDate(kvs []headerKV) []byte {
 		}
 	}
 	return nil
+}
+
+// consumeSurrogate removes Surrogate-Control from an origin response once
+// StoreDecision has read it: it is addressed to surrogates, and strata is
+// the one that acts on it (surrogate.go). Kept when IgnoreSurrogateControl.
+func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
+	if !s.opts.Policy.IgnoreSurrogateControl {
+		h.DelBytes(hdrSurrogateControl)
+	}
 }

@@ -104,6 +104,7 @@ func TestRangeOnStoredObject(t *testing.T) {
 				t.Fatal("full body differs")
 			}
 			releaseResp(full)
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 }) // see TestRangeMissingSliceRefetched
 			ro.takeRanges()
 			if cs := getRange(t, p, "10-99", want); cs != "strata; hit; detail=memory" {
 				t.Errorf("Cache-Status %q", cs)

@@ -28,6 +28,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime
 	}
 	var si StoreInfo
 	StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	s.consumeSurrogate(&resp.Header)
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
 		return errNotStorable
 	}
