@@ -290,6 +290,10 @@ func (s *Server) failOrigin(ctx *fasthttp.RequestCtx, err error) {
 		s.fail(ctx, fasthttp.StatusGatewayTimeout, "proxy: origin timeout")
 		return
 	}
+	if errors.Is(err, ErrOriginFraming) {
+		s.fail(ctx, fasthttp.StatusBadGateway, ErrOriginFraming.Error())
+		return
+	}
 	s.fail(ctx, fasthttp.StatusBadGateway, "proxy: origin unreachable")
 }
 
