@@ -507,6 +507,11 @@ func (f *fill) finish() error {
 		f.s.recordTags(f.key, &f.obj)
 		putSlab(rec)
 	}
+	// Leave the fill map before readers get the last byte: a request that
+	// comes after a client has the whole response must find the stored
+	// one (or miss), not join a finished fill whose response may be stale
+	// for it by then.
+	f.s.fills.remove(f)
 	f.mu.Lock()
 	f.done = true
 	f.cond.Broadcast()
