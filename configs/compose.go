@@ -146,7 +146,12 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 			DefaultTTL:        c.HTTP.DefaultTTL.D(),
 			StoreSetCookie:    c.HTTP.StoreSetCookie,
 			Grace:             c.HTTP.Grace.D(),
+
+			IgnoreSurrogateControl: c.HTTP.IgnoreSurrogateControl,
+			SurrogateToken:         c.HTTP.SurrogateToken,
 		},
+		MaxVariants: c.HTTP.MaxVariants,
+		MaxFills:    l.MaxFills,
 		Key: proxy.KeyOptions{
 			IgnoreQuery:    c.Key.IgnoreQuery,
 			SortQuery:      c.Key.SortQuery,

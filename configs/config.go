@@ -105,12 +105,17 @@ type HTTP struct {
 	StoreSetCookie    bool     `yaml:"store_set_cookie"`   // store responses with Set-Cookie; default false
 	Grace             Duration `yaml:"grace"`              // serve stale this long when the origin fails; default 0
 	MaxVariants       int      `yaml:"max_variants"`       // stored Vary variants per URL; default 16
+	// Surrogate-Control (W3C Edge Architecture): obeyed by default for
+	// directives addressed to surrogate_token or to every surrogate.
+	IgnoreSurrogateControl bool   `yaml:"ignore_surrogate_control"` // default false
+	SurrogateToken         string `yaml:"surrogate_token"`          // default "strata"
 }
 
 // Limits bound what clients may cost.
 type Limits struct {
 	MaxHeaderBytes  Size     `yaml:"max_header_bytes"` // request line and headers; over it: 431; default 16KiB
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
+	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m

@@ -33,6 +33,8 @@ const (
 	DefaultMaxVariants     = 16
 	DefaultMaxHeaderBytes  = 16 * KiB
 	DefaultMaxConns        = 10000
+	DefaultMaxFills        = 1024
+	DefaultSurrogateToken  = "strata"
 	DefaultMaxRequestBody  = 16 * MiB
 	DefaultClientRead      = 30 * time.Second
 	DefaultClientWrite     = 10 * time.Minute
@@ -111,11 +113,13 @@ func (h *HTTP) ensureDefaults() {
 	}
 	setDur(&h.HeuristicMax, DefaultHeuristicMax)
 	setInt(&h.MaxVariants, DefaultMaxVariants)
+	setStr(&h.SurrogateToken, DefaultSurrogateToken)
 }
 
 func (l *Limits) ensureDefaults() {
 	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&l.MaxConns, DefaultMaxConns)
+	setInt(&l.MaxFills, DefaultMaxFills)
 	setSize(&l.MaxRequestBody, DefaultMaxRequestBody)
 	setDur(&l.ReadTimeout, DefaultClientRead)
 	setDur(&l.WriteTimeout, DefaultClientWrite)

@@ -8,32 +8,45 @@ import (
 )
 
 // ParseAge parses an Age field value (RFC 9111 §5.1): delta-seconds, a
-// value over 2^31 becoming 2^31 (§1.2.2). It reports false for an invalid
-// value (empty, negative, fractional, trailing junk): the caller then
-// ignores the field, as the RFC gives no other rule and a negative or
-// garbled Age carries no information.
+// value over 2^31 becoming 2^31 (§1.2.2).
 //
 // Age is a singleton field, but senders and intermediaries do produce lists
-// ("7200, 0") and repeated lines; ParseAge accepts a comma-separated list
-// whose members are all valid and returns the largest, the reading that
-// makes the response older and so never serves it fresher than it may be.
+// ("7200, 0") and repeated lines. §5.1: "a cache encountering a message
+// with a list-based Age field value SHOULD use the first member of the
+// field value, discarding subsequent ones", and "if the field value (after
+// discarding additional members ...) is invalid (e.g., it contains
+// something other than a non-negative integer), a cache SHOULD ignore the
+// field". So ParseAge reads the first non-empty member (RFC 9110 §5.6.1:
+// empty list elements do not count) and reports false when that member is
+// not delta-seconds: empty, negative, fractional, with parameters
+// ("7200;foo=bar": Age is not a structured field) or anything else. The
+// caller then ignores the field: age_value is 0 (§4.2.3). Later members are
+// not looked at, valid or not.
+//
+// The conformance suite we run (http-cache-tests 0.4.5) expects the
+// opposite for several of these: an invalid Age, "0, 0", "3600, 3600" or a
+// second Age line would make the response stale. RFC 9111 says otherwise
+// (ignore the invalid field; use the first member), and the suite's later
+// versions agree with the RFC; we follow the RFC, so age-parse-nonnumeric,
+// -negative, -float, -parameter, -numeric-parameter, -dup-0, -dup-0-twoline,
+// -dup-old and -prefix-twoline fail there on purpose.
 func ParseAge(v []byte) (int64, bool) {
-	var best int64
-	seen := false
-	for len(v) > 0 {
-		var member []byte
-		member, v = ageNextMember(v)
-		if len(member) == 0 {
-			continue
-		}
-		n, ok := ccParseDelta(member)
-		if !ok {
-			return 0, false
-		}
-		best = max(best, n)
-		seen = true
+	if m := ageFirstMember(v); len(m) > 0 {
+		return ccParseDelta(m)
 	}
-	return best, seen
+	return 0, false
+}
+
+// ageFirstMember returns the first non-empty member of the list v, or nil.
+func ageFirstMember(v []byte) []byte {
+	for len(v) > 0 {
+		var m []byte
+		m, v = ageNextMember(v)
+		if len(m) > 0 {
+			return m
+		}
+	}
+	return nil
 }
 
 // ageNextMember splits off the first comma-separated member of v, trimmed.
@@ -53,18 +66,20 @@ func ageNextMember(v []byte) (member, rest []byte) {
 	return member, v[i:]
 }
 
-// ResponseAge reads every Age line of h as one list (see ParseAge) and
-// returns the age in seconds, 0 when absent or invalid.
+// ResponseAge reads the Age field of h and returns the age in seconds, 0
+// when absent or invalid. Several Age lines are one list (RFC 9110 §5.3),
+// so the first member is on the first line that holds one (see ParseAge).
 func ResponseAge(h *fasthttp.ResponseHeader) int64 {
-	var best int64
 	for _, line := range h.PeekAll(fasthttp.HeaderAge) {
-		n, ok := ParseAge(line)
-		if !ok {
-			return 0
+		if m := ageFirstMember(line); len(m) > 0 {
+			n, ok := ccParseDelta(m)
+			if !ok {
+				return 0
+			}
+			return n
 		}
-		best = max(best, n)
 	}
-	return best
+	return 0
 }
 
 // CurrentAge is the age of a stored response now (RFC 9111 §4.2.3):

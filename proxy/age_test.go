@@ -3,6 +3,8 @@ package proxy
 import (
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestParseAge(t *testing.T) {
@@ -21,9 +23,15 @@ func TestParseAge(t *testing.T) {
 		{"§5.1 negative is invalid", "-7200", 0, false},
 		{"§5.1 float is invalid", "7200.0", 0, false},
 		{"§5.1 non-numeric is invalid", "abc", 0, false},
-		{"§5.1 list takes the largest", "7200, 0", 7200, true},
-		{"§5.1 list prefix", "0,7200", 7200, true},
-		{"§5.1 list with a bad member is invalid", "5, x", 0, false},
+		{"§5.1 parameters are not delta-seconds", "7200;foo=bar", 0, false},
+		{"§5.1 numeric parameter too", "7200;foo=111", 0, false},
+		{"§5.1 list: the first member, old first", "7200,0", 7200, true},
+		{"§5.1 list: the first member, 0 first", "0,7200", 0, true},
+		{"§5.1 list: 0, 0", "0, 0", 0, true},
+		{"§5.1 list: duplicates", "3600, 3600", 3600, true},
+		{"§5.1 later members are discarded, even bad ones", "5, x", 5, true},
+		{"§5.1 a bad first member makes the field invalid", "x, 5", 0, false},
+		{"RFC 9110 §5.6.1 empty elements do not count", " , ,9", 9, true},
 		{"§5.1 only commas is invalid", " , ", 0, false},
 	}
 	for _, tt := range tests {
@@ -66,6 +74,38 @@ func TestCurrentAge(t *testing.T) {
 	}
 }
 
+// TestResponseAge: several Age lines are one list (RFC 9110 §5.3); its
+// first member counts (RFC 9111 §5.1), an invalid one means no Age.
+func TestResponseAge(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  int64
+	}{
+		{"absent", nil, 0},
+		{"one line", []string{"60"}, 60},
+		{"§5.1 first line old", []string{"7200", "0"}, 7200},
+		{"§5.1 first line 0", []string{"0", "7200"}, 0},
+		{"§5.1 two lines of 0", []string{"0", "0"}, 0},
+		{"§5.1 two equal lines", []string{"3600", "3600"}, 3600},
+		{"§5.1 invalid first member: ignored", []string{"abc", "60"}, 0},
+		{"§5.1 negative: ignored", []string{"-7200"}, 0},
+		{"RFC 9110 §5.6.1 an empty line adds no member", []string{"", "42"}, 42},
+		{"§1.2.2 capped", []string{"2147483648"}, 1 << 31},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h fasthttp.ResponseHeader
+			for _, l := range tt.lines {
+				h.Add("Age", l)
+			}
+			if got := ResponseAge(&h); got != tt.want {
+				t.Errorf("ResponseAge(%q) = %d, want %d", tt.lines, got, tt.want)
+			}
+		})
+	}
+}
+
 func FuzzParseAge(f *testing.F) {
 	for _, s := range []string{"0", "60", "-1", "1.5", "7200, 0", "99999999999999999999999", ",,", " 5 "} {
 		f.Add(s)
@@ -77,6 +117,12 @@ func FuzzParseAge(f *testing.F) {
 		}
 		if !ok && n != 0 {
 			t.Fatalf("ParseAge(%q) = %d with ok=false", s, n)
+		}
+		// Only the first member counts (§5.1).
+		if first := ageFirstMember([]byte(s)); len(first) > 0 {
+			if m, ok2 := ParseAge(first); m != n || ok2 != ok {
+				t.Fatalf("ParseAge(%q) = %d, %v; its first member %q gives %d, %v", s, n, ok, first, m, ok2)
+			}
 		}
 		// A single all-digit member round-trips below the cap.
 		if ok && n < ccDeltaMax && !ageHasComma(s) {

@@ -13,6 +13,13 @@ var (
 	// ErrOriginUnreachable: connecting to or talking with the origin failed
 	// before a response arrived. Served as 502.
 	ErrOriginUnreachable = errors.New("proxy: origin unreachable")
+	// ErrOriginFraming: the origin's response header announces a body
+	// framing strata cannot read: a Transfer-Encoding other than chunked
+	// alone (RFC 9112 §6.1: e.g. "gzip, chunked" or an unknown coding), or
+	// several Transfer-Encoding lines. Served as 502, never retried, never
+	// stored: the body's length and content cannot be verified (as nginx's
+	// "upstream sent unknown Transfer-Encoding").
+	ErrOriginFraming = errors.New("proxy: origin response framing not supported")
 	// ErrTruncated: the origin body ended before its declared length, or the
 	// chunked body ended without its final chunk, or reading it failed.
 	ErrTruncated = errors.New("proxy: origin body truncated")

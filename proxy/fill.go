@@ -251,8 +251,13 @@ func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
 func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
 	var si StoreInfo
 	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+	s.consumeSurrogate(&resp.Header)
 	cl := int64(resp.Header.ContentLength())
-	store := si.Store && cl <= s.opts.MaxObjectSize && resp.BodyStream() != nil && !f.keepPrior(resp.StatusCode()) &&
+	body := resp.BodyStream()
+	if body == nil && resp.StatusCode() == fasthttp.StatusNoContent {
+		body = noContent{} // RFC 9110 §15.3.5: no content; stored and served empty
+	}
+	store := si.Store && cl <= s.opts.MaxObjectSize && body != nil && !f.keepPrior(resp.StatusCode()) &&
 		s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
 	f.rv.status = resp.StatusCode()
 	if !store {
@@ -260,7 +265,6 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 		return
 	}
 	f.start(&si, resp, reqTime, respTime)
-	body := resp.BodyStream()
 	stop := context.AfterFunc(ctx, func() {
 		closeBody(body, ctx.Err())
 		f.mu.Lock()
@@ -287,12 +291,15 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.SliceSize = f.s.opts.SliceSize
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
+	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
+		o.Headers = append(o.Headers, headerKV{Key: hdrDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
+	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]
 	if len(o.ETag) == 0 {
@@ -300,6 +307,9 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	}
 	if cl := resp.Header.ContentLength(); cl >= 0 {
 		f.declared = int64(cl)
+	}
+	if o.Status == fasthttp.StatusNoContent {
+		f.declared = 0 // whatever Content-Length says (RFC 9110 §8.6)
 	}
 	f.expiry = f.s.storeExpiry(si, respTime)
 	w := f.s.opts.FillWindow
@@ -311,6 +321,12 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	f.state = fillShared
 	f.cond.Broadcast()
 }
+
+// noContent is the empty body of a 204, which fasthttp's client does not
+// give a body stream.
+type noContent struct{}
+
+func (noContent) Read([]byte) (int, error) { return 0, io.EOF }
 
 func (f *fill) setPrivate(resp *fasthttp.Response) {
 	f.mu.Lock()
@@ -529,6 +545,11 @@ func (f *fill) finish() error {
 			f.s.variantCommitted(f)
 		}
 	}
+	// Leave the fill map before readers get the last byte: a request that
+	// comes after a client has the whole response must find the stored
+	// one (or miss), not join a finished fill whose response may be stale
+	// for it by then.
+	f.s.fills.remove(f)
 	f.mu.Lock()
 	f.done = true
 	f.cond.Broadcast()

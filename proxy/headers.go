@@ -1,28 +1,34 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
+	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
 // Header names, prebuilt so that the hot paths do not convert strings.
 var (
-	hdrAge              = []byte("Age")
-	hdrAltSvc           = []byte("Alt-Svc")
-	hdrCacheStatus      = []byte("Cache-Status")
-	hdrConnection       = []byte("Connection")
-	hdrContentLength    = []byte("Content-Length")
-	hdrKeepAlive        = []byte("Keep-Alive")
-	hdrProxyPrefix      = []byte("Proxy-")
-	hdrTE               = []byte("TE")
-	hdrTrailer          = []byte("Trailer")
-	hdrTransferEncoding = []byte("Transfer-Encoding")
-	hdrUpgrade          = []byte("Upgrade")
-	hdrVia              = []byte("Via")
-	hdrXForwardedFor    = []byte("X-Forwarded-For")
-	hdrXForwardedHost   = []byte("X-Forwarded-Host")
-	hdrXForwardedProto  = []byte("X-Forwarded-Proto")
+	hdrAge                 = []byte("Age")
+	hdrAltSvc              = []byte("Alt-Svc")
+	hdrCacheStatus         = []byte("Cache-Status")
+	hdrConnection          = []byte("Connection")
+	hdrContentLength       = []byte("Content-Length")
+	hdrDate                = []byte("Date")
+	hdrSurrogateCapability = []byte(HeaderSurrogateCapability)
+	hdrSurrogateControl    = []byte(HeaderSurrogateControl)
+	hdrKeepAlive           = []byte("Keep-Alive")
+	hdrProxyPrefix         = []byte("Proxy-")
+	hdrTE                  = []byte("TE")
+	hdrTrailer             = []byte("Trailer")
+	hdrTransferEncoding    = []byte("Transfer-Encoding")
+	hdrUpgrade             = []byte("Upgrade")
+	hdrVia                 = []byte("Via")
+	hdrXForwardedFor       = []byte("X-Forwarded-For")
+	hdrXForwardedHost      = []byte("X-Forwarded-Host")
+	hdrXForwardedProto     = []byte("X-Forwarded-Proto")
 
 	// Request headers a shared fill must not forward: the fill answers
 	// many clients, so it asks for the whole, unconditional representation
@@ -131,6 +137,9 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 		h.SetBytesKV(hdrXForwardedFor, []byte(ip))
 	}
 	h.AddBytesKV(hdrVia, s.via)
+	if !s.opts.Policy.IgnoreSurrogateControl && len(s.opts.Policy.surrogateCap) > 0 {
+		h.AddBytesKV(hdrSurrogateCapability, s.opts.Policy.surrogateCap)
+	}
 	if o.opts.HostHeader == HostOrigin {
 		h.SetHostBytes(o.hostHeader)
 	}
@@ -140,9 +149,92 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	dst.UseHostHeader = true
 }
 
-// writeHeaders sets the stored end-to-end headers on the client response.
+// writeHeaders sets the stored end-to-end headers on the client response,
+// the stored Date included (installDate).
+// REQUIRES: dst holds nothing but a status code yet.
 func writeHeaders(dst *fasthttp.ResponseHeader, kvs []headerKV) {
+	installDate(dst, storedDate(kvs))
 	for _, kv := range kvs {
 		dst.AddBytesKV(kv.Key, kv.Value)
+	}
+}
+
+// Date handling. fasthttp manages Date itself: Set/Add of "Date" on a
+// ResponseHeader are ignored, and unless NoDefaultDate is set it writes
+// the time of sending and drops any Date field. That would give every hit
+// a new Date, but a cache serves the stored response with its Date (RFC
+// 9111 §4; RFC 9110 §6.6.1: Date is when the origin generated it, and a
+// downstream cache computes the apparent age from it, §4.2.3). So the
+// server runs with NoDefaultDate and each response gets its Date from
+// installDate, the one way into fasthttp's field list that parsing offers:
+// it parses a header block holding just the Date. Responses that go
+// through Response.Reset (the proxy's own errors) get fasthttp's default
+// Date again, which is right for them.
+
+// dateReader is the pooled scratch of installDate.
+type dateReader struct {
+	buf []byte
+	rd  bytes.Reader
+	br  *bufio.Reader
+}
+
+var dateReaders = sync.Pool{New: func() any {
+	d := &dateReader{buf: make([]byte, 0, 128)}
+	d.br = bufio.NewReaderSize(&d.rd, 256)
+	return d
+}}
+
+// maxDateLen bounds a Date value installDate copies (an HTTP-date is 29
+// bytes; the obsolete formats are shorter than 40).
+const maxDateLen = 64
+
+// installDate gives h the Date field date, or the current time when date
+// is empty or unusable (RFC 9110 §6.6.1: a recipient that forwards a
+// response without Date must add one). It keeps h's status code.
+// REQUIRES: h holds nothing but a status code yet (it is reset).
+// Allocates nothing once the pool is warm.
+func installDate(h *fasthttp.ResponseHeader, date []byte) {
+	if len(date) == 0 || len(date) > maxDateLen || bytes.ContainsAny(date, "\r\n") {
+		date = nil
+	}
+	status := h.StatusCode()
+	d := dateReaders.Get().(*dateReader)
+	b := append(d.buf[:0], "HTTP/1.1 200 OK\r\nDate: "...)
+	if date != nil {
+		b = append(b, date...)
+	} else {
+		b = fasthttp.AppendHTTPDate(b, time.Now())
+	}
+	b = append(b, "\r\n\r\n"...)
+	d.buf = b
+	d.rd.Reset(b)
+	d.br.Reset(&d.rd)
+	err := h.Read(d.br)
+	dateReaders.Put(d)
+	if err != nil { // cannot happen: the block is well-formed
+		h.Reset()
+	}
+	h.SetProtocol(nil)
+	h.SetStatusMessage(nil)
+	h.SetContentLength(-2) // none yet: the body sets it
+	h.SetStatusCode(status)
+}
+
+// storedDate returns the value of the Date field among kvs, or nil.
+func storedDate(kvs []headerKV) []byte {
+	for _, kv := range kvs {
+		if bytes.EqualFold(kv.Key, hdrDate) {
+			return kv.Value
+		}
+	}
+	return nil
+}
+
+// consumeSurrogate removes Surrogate-Control from an origin response once
+// StoreDecision has read it: it is addressed to surrogates, and strata is
+// the one that acts on it (surrogate.go). Kept when IgnoreSurrogateControl.
+func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
+	if !s.opts.Policy.IgnoreSurrogateControl {
+		h.DelBytes(hdrSurrogateControl)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestHopByHopAndForwarded(t *testing.T) {
@@ -87,5 +89,80 @@ func TestHostRouting(t *testing.T) {
 	}
 	if r := p.get("/r", "Host", "other.example"); string(r.Body()) != "from A" {
 		t.Fatalf("default: %q", r.Body())
+	}
+}
+
+// TestDate: a hit carries the stored Date, not the time of sending
+// (RFC 9110 §6.6.1, RFC 9111 §4.2.3: downstream caches compute the
+// apparent age from it); a response that arrived without Date gets the
+// time it was received, on the miss and on every later hit; the proxy's
+// own errors carry one too.
+func TestDate(t *testing.T) {
+	const originDate = "Fri, 02 Jan 2026 03:03:05 GMT" // a minute before the test clock
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		switch r.URL.Path {
+		case "/dated":
+			w.Header().Set("Date", originDate)
+		case "/undated":
+			w.Header()["Date"] = nil // net/http adds one otherwise
+		}
+		_, _ = w.Write([]byte("body"))
+	}, nil)
+	committed := func() { waitFor(t, func() bool { return p.srv.nfills.Load() == 0 }) }
+	received := httpDateString(p.clock.Now())
+
+	r := p.get("/dated")
+	expectHeader(t, r, "Date", originDate)
+	r = p.get("/undated")
+	expectHeader(t, r, "Date", received)
+	committed()
+	p.clock.Advance(90 * time.Second)
+	for _, tc := range []struct{ path, want string }{{"/dated", originDate}, {"/undated", received}} {
+		r = p.get(tc.path)
+		expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+		expectHeader(t, r, "Date", tc.want)
+		if n := len(r.Header.PeekAll("Date")); n != 1 {
+			t.Errorf("%s: %d Date lines, want 1", tc.path, n)
+		}
+	}
+	r = p.get("/nothing", "Cache-Control", "only-if-cached") // the proxy's own 504
+	if r.StatusCode() != fasthttp.StatusGatewayTimeout {
+		t.Fatalf("only-if-cached miss: %d", r.StatusCode())
+	}
+	if d := r.Header.PeekAll("Date"); len(d) != 1 { // fasthttp's own: the time of sending
+		t.Errorf("the proxy's 504: Date lines %q, want one", d)
+	}
+}
+
+func httpDateString(t time.Time) string { return string(fasthttp.AppendHTTPDate(nil, t)) }
+
+// TestInstallDate: the Date goes in, the status code stays, junk is
+// replaced by the current time, and nothing is allocated.
+func TestInstallDate(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Fri, 02 Jan 2026 03:03:05 GMT", "Fri, 02 Jan 2026 03:03:05 GMT"},
+		{"", ""},
+		{"x\r\nSet-Cookie: a=b", ""},
+		{strings.Repeat("9", 100), ""},
+	} {
+		var h fasthttp.ResponseHeader
+		h.SetStatusCode(204)
+		installDate(&h, []byte(tc.in))
+		got := string(h.Peek("Date"))
+		if h.StatusCode() != 204 || len(h.Peek("Set-Cookie")) > 0 {
+			t.Errorf("installDate(%q): status %d, header %q", tc.in, h.StatusCode(), h.Header())
+		}
+		if tc.want != "" && got != tc.want {
+			t.Errorf("installDate(%q): Date %q", tc.in, got)
+		}
+		if _, err := time.Parse(time.RFC1123, got); err != nil {
+			t.Errorf("installDate(%q): Date %q is not an HTTP-date", tc.in, got)
+		}
+	}
+	var h fasthttp.ResponseHeader
+	date := []byte("Fri, 02 Jan 2026 03:03:05 GMT")
+	if n := testing.AllocsPerRun(100, func() { h.SetStatusCode(200); installDate(&h, date) }); n != 0 && !raceEnabled {
+		t.Errorf("installDate allocates %v times", n)
 	}
 }

@@ -65,9 +65,13 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 		NoDefaultUserAgentHeader:      true,
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: false,
+		// Framing errors come back as fasthttp.ErrUnsupportedTransferEncoding
+		// (not a message quoting the origin's bytes), see classifyOriginError.
+		SecureErrorLogMessage: true,
 		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-			// Retry once on a stale keep-alive connection, never on a timeout.
-			return false, attempts < 2 && !isTimeout(err)
+			// Retry once on a stale keep-alive connection; never on a
+			// timeout, nor on a response the origin did send (framing).
+			return false, attempts < 2 && !isTimeout(err) && !isFraming(err)
 		},
 	}
 	return o, nil
@@ -120,10 +124,21 @@ func (o *origin) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.R
 }
 
 func classifyOriginError(err error) error {
+	if isFraming(err) {
+		return fmt.Errorf("%w: %v", ErrOriginFraming, err)
+	}
 	if isTimeout(err) {
 		return fmt.Errorf("%w: %v", ErrOriginTimeout, err)
 	}
 	return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
+}
+
+// isFraming: the origin sent a response whose body framing fasthttp
+// refuses (Transfer-Encoding other than a lone chunked, RFC 9112 §6.1).
+// Reading it until the connection closes (§6.3 rule 4) would give bytes
+// in a coding strata cannot undo and whose end cannot be told from a cut.
+func isFraming(err error) bool {
+	return errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding)
 }
 
 func isTimeout(err error) bool {

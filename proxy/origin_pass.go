@@ -34,6 +34,8 @@ func (s *Server) pass(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus) {
 func (s *Server) writePass(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs cacheStatus) {
 	out := &ctx.Response
 	out.SetStatusCode(resp.StatusCode())
+	installDate(&out.Header, resp.Header.PeekBytes(hdrDate))
+	s.consumeSurrogate(&resp.Header)
 	conn := connectionValue(&resp.Header)
 	for k, v := range resp.Header.All() {
 		if storedHeader(k, conn) || (len(k) == 3 && string(k) == "Age") {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -55,6 +56,18 @@ type PolicyOptions struct {
 	// Never applies where must-revalidate, proxy-revalidate, s-maxage (in
 	// a shared cache) or no-cache forbid stale serving. Default 0: none.
 	Grace time.Duration `yaml:"grace"`
+	// IgnoreSurrogateControl turns Surrogate-Control off (surrogate.go):
+	// strata then neither obeys nor removes the field, nor sends
+	// Surrogate-Capability. Default false: Surrogate-Control is obeyed.
+	IgnoreSurrogateControl bool `yaml:"ignore_surrogate_control"`
+	// SurrogateToken is strata's device token: Surrogate-Capability says
+	// `<token>="Surrogate/1.0"`, and Surrogate-Control directives
+	// targeted at it (";<token>") apply. It must be unique along a chain of
+	// surrogates (an edge and a shield need different ones). Default
+	// "strata". An HTTP token (RFC 9110 §5.6.2).
+	SurrogateToken string `yaml:"surrogate_token"`
+
+	surrogateCap []byte // `<token>="Surrogate/1.0"`, built by EnsureDefaults
 }
 
 // DefaultPolicyOptions returns the defaults: a shared cache, heuristic
@@ -74,6 +87,10 @@ func (o *PolicyOptions) EnsureDefaults() {
 	if o.HeuristicMax == 0 {
 		o.HeuristicMax = 24 * time.Hour
 	}
+	if o.SurrogateToken == "" {
+		o.SurrogateToken = "strata"
+	}
+	o.surrogateCap = append([]byte(o.SurrogateToken), `="Surrogate/1.0"`...)
 }
 
 // Validate reports every problem in o, wrapped in ErrPolicyOptions, or nil.
@@ -90,7 +107,24 @@ func (o *PolicyOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
 		}
 	}
+	if !isToken(o.SurrogateToken) {
+		errs = append(errs, fmt.Errorf("surrogate_token %q is not an HTTP token", o.SurrogateToken))
+	}
 	return policyJoin(errs)
+}
+
+// isToken reports whether s is a non-empty HTTP token (RFC 9110 §5.6.2).
+func isToken(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c < 0x7f && c > ' ' && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 func policyJoin(errs []error) error {
@@ -223,6 +257,9 @@ type StoreInfo struct {
 	ETag []byte
 	// CC is the response's Cache-Control, all lines merged.
 	CC CacheControl
+	// Surrogate is what the response's Surrogate-Control says to strata
+	// (surrogate.go); MaxAge -1 when nothing, or when IgnoreSurrogateControl.
+	Surrogate SurrogateControl
 }
 
 // StoreDecision decides whether the response to the request rp, with
@@ -244,6 +281,10 @@ type StoreInfo struct {
 //   - it could never be reused: its lifetime is 0 (or no-cache), it has no
 //     validator (ETag, Last-Modified) and no stale window can open.
 //
+// An applicable Surrogate-Control (surrogate.go) comes first: its no-store
+// refuses, its max-age sets the lifetime and sets aside Cache-Control's
+// no-store, no-cache and private and the "nothing makes it storable" rule.
+//
 // no-cache responses are stored (when they have a validator) with
 // FreshnessInfo.NoCache: each use revalidates. It does not allocate.
 //
@@ -260,8 +301,13 @@ func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Res
 	for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
 		si.CC.Add(line)
 	}
+	si.Surrogate.Reset()
+	if !o.IgnoreSurrogateControl {
+		ReadSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
+	}
 	storeReadHeaders(si, h, now)
 	storeFreshness(si, status, h, o)
+	applySurrogate(si)
 	si.Reason = storeRefusal(si, rp, status, h, o)
 	si.Store = si.Reason == ""
 }
@@ -283,6 +329,7 @@ func storeReadHeaders(si *StoreInfo, h *fasthttp.ResponseHeader, now time.Time) 
 func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, o *PolicyOptions) string {
 	cc := &si.CC
 	shared := o.Shared
+	sc := si.surrogateOverrides()
 	switch {
 	case !rp.Cacheable:
 		return rp.Reason
@@ -290,9 +337,9 @@ func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Resp
 		return ReasonStatus
 	case cc.MustUnderstand && !understoodStatus(status):
 		return ReasonMustUnderstand
-	case rp.CC.NoStore || (cc.NoStore && !cc.MustUnderstand):
+	case rp.CC.NoStore || si.Surrogate.NoStore || (cc.NoStore && !cc.MustUnderstand && !sc):
 		return ReasonNoStore
-	case shared && cc.Private:
+	case shared && cc.Private && !sc:
 		return ReasonPrivate
 	case shared && rp.HasAuthorization && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate:
 		return ReasonAuthorization
@@ -300,7 +347,7 @@ func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Resp
 		return ReasonSetCookie
 	case storeVaryStar(h):
 		return ReasonVaryStar
-	case !storeAllowed(si, status, shared):
+	case !sc && !storeAllowed(si, status, shared):
 		return ReasonNoFreshness
 	case !storeReusable(si, o):
 		return ReasonNoValidator

@@ -105,6 +105,7 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 		IdleTimeout:                   s.opts.ClientIdleTimeout,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
+		NoDefaultDate:                 true, // a hit keeps its stored Date: see installDate
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		CloseOnShutdown:               true,
@@ -324,6 +325,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, status int, msg string) {
 func (s *Server) failOrigin(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, ErrOriginTimeout) {
 		s.fail(ctx, fasthttp.StatusGatewayTimeout, "proxy: origin timeout")
+		return
+	}
+	if errors.Is(err, ErrOriginFraming) {
+		s.fail(ctx, fasthttp.StatusBadGateway, ErrOriginFraming.Error())
 		return
 	}
 	s.fail(ctx, fasthttp.StatusBadGateway, "proxy: origin unreachable")

@@ -28,6 +28,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime
 	}
 	var si StoreInfo
 	StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	s.consumeSurrogate(&resp.Header)
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
 		return errNotStorable
 	}
@@ -63,7 +64,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreI
 	o.BodyLen = total
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader, _ = ParseAge(resp.Header.PeekBytes(hdrAge))
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
