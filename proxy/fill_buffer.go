@@ -15,6 +15,11 @@ const (
 
 var slabPools [slabClasses]sync.Pool
 
+// slabBoxes recycles the *[]byte boxes the pools hold, so that neither
+// getSlab nor putSlab allocates once warm (putting &b would allocate a box
+// per put).
+var slabBoxes sync.Pool
+
 func slabClass(n int) int {
 	c, size := 0, slabMin
 	for size+slabSlack < n && c < slabClasses {
@@ -31,7 +36,10 @@ func getSlab(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	if p, ok := slabPools[c].Get().(*[]byte); ok {
-		return (*p)[:0]
+		b := (*p)[:0]
+		*p = nil
+		slabBoxes.Put(p)
+		return b
 	}
 	return make([]byte, 0, slabMin<<c+slabSlack)
 }
@@ -43,8 +51,12 @@ func putSlab(b []byte) {
 	}
 	c := slabClass(cap(b))
 	if c < slabClasses && cap(b) == slabMin<<c+slabSlack {
-		b = b[:0]
-		slabPools[c].Put(&b)
+		p, _ := slabBoxes.Get().(*[]byte)
+		if p == nil {
+			p = new([]byte)
+		}
+		*p = b[:0]
+		slabPools[c].Put(p)
 	}
 }
 

@@ -24,6 +24,7 @@ type sliceReader struct {
 	next    int    // next slice to load
 	buf     []byte // loaded slice entry
 	data    []byte // unread bytes of the loaded slice
+	kbuf    []byte // slice key; kept with the pooled reader (a stack array would escape through Store.Get)
 }
 
 var sliceReaderPool = sync.Pool{New: func() any { return &sliceReader{} }}
@@ -33,7 +34,7 @@ var sliceReaderPool = sync.Pool{New: func() any { return &sliceReader{} }}
 func (s *Server) openSlices(key []byte, o *object) *sliceReader {
 	r := sliceReaderPool.Get().(*sliceReader)
 	*r = sliceReader{s: s, key: append(r.key[:0], key...), gen: o.Gen, bodyLen: o.BodyLen,
-		sliceSz: o.SliceSize, buf: r.buf}
+		sliceSz: o.SliceSize, buf: r.buf, kbuf: r.kbuf}
 	if err := r.load(); err != nil {
 		r.release()
 		return nil
@@ -42,11 +43,11 @@ func (s *Server) openSlices(key []byte, o *object) *sliceReader {
 }
 
 func (r *sliceReader) load() error {
-	var kb [256]byte
 	if r.buf == nil {
 		r.buf = getSlab(sliceHeaderLen + r.sliceSz)
 	}
-	v, _, ok := r.s.store.Get(sliceKey(kb[:0], r.key, r.next), r.buf[:0])
+	r.kbuf = sliceKey(r.kbuf[:0], r.key, r.next)
+	v, _, ok := r.s.store.Get(r.kbuf, r.buf[:0])
 	r.buf = v[:0]
 	if !ok {
 		return fmt.Errorf("%w: slice %d missing", ErrCorrupt, r.next)
@@ -128,7 +129,7 @@ func (r *sliceReader) Close() error {
 
 func (r *sliceReader) release() {
 	putSlab(r.buf)
-	*r = sliceReader{key: r.key[:0]}
+	*r = sliceReader{key: r.key[:0], kbuf: r.kbuf[:0]}
 	sliceReaderPool.Put(r)
 }
 

@@ -168,3 +168,33 @@ func FuzzDecodeSlice(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeObject: a 256 KiB inline record (issue 7's scenario 2);
+// version 2 checksums its metadata only.
+func BenchmarkDecodeObject(b *testing.B) {
+	o := sampleObject(256 << 10)
+	o.SliceSize = 1 << 20
+	o.Body = bigBody(256 << 10)
+	rec := appendObject(nil, o)
+	var out object
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if err := decodeObject(&out, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeSlice: a 1 MiB slice (the default slice size).
+func BenchmarkDecodeSlice(b *testing.B) {
+	data := bigBody(1 << 20)
+	v := append(appendSliceHeader(nil, 7, 3, data), data...)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(v)))
+	for b.Loop() {
+		if _, err := decodeSlice(v, 7, 3, len(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
