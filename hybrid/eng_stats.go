@@ -14,6 +14,7 @@ type EngineStats struct {
 	DropAdmission uint64 // refused by the admission controller
 	DropQueue     uint64 // refused: queue bound reached
 	DropAborted   uint64 // queued entries dropped by a Close whose ctx ended
+	DropFill      uint64 // InsertFrom entries whose fill copied the wrong length
 	Removes       uint64
 
 	Gets           uint64
@@ -61,7 +62,7 @@ type engCounters struct {
 	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
 	reclaims, evictions, reinsertions                                                  atomic.Uint64
 	recovered, recBatches, recSkipped, recTorn, recoveryNanos                          atomic.Uint64
-	tombsLost, panics                                                                  atomic.Uint64
+	tombsLost, panics, dropFill                                                        atomic.Uint64
 }
 
 // Stats returns a snapshot. Gauges that walk shards (Entries,
@@ -72,8 +73,8 @@ func (e *Engine) Stats() EngineStats {
 	return EngineStats{
 		Inserts: c.inserts.Load(), DropTooLarge: c.dropTooLarge.Load(), DropExpired: c.dropExpired.Load(),
 		DropAdmission: c.dropAdmission.Load(), DropQueue: c.dropQueue.Load(), DropAborted: c.dropAborted.Load(),
-		Removes: c.removes.Load(),
-		Gets:    c.gets.Load(), Hits: c.hits.Load(), PendingHits: c.pendingHits.Load(),
+		DropFill: c.dropFill.Load(), Removes: c.removes.Load(),
+		Gets: c.gets.Load(), Hits: c.hits.Load(), PendingHits: c.pendingHits.Load(),
 		ReadQueueFull: c.readQueueFull.Load(), Corruptions: c.corruptions.Load(),
 		HashCollisions: c.collisions.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
 		IOErrors: c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),

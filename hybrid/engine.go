@@ -90,6 +90,23 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 // hides any older value of the key, so a Get never returns a value older
 // than the newest Insert.
 func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
+	return e.insert(key, value, len(value), expiry, nil)
+}
+
+// InsertFrom is Insert for a value of vlen bytes that the caller has not
+// gathered: only once the entry has passed every check (size, expiry,
+// admission, queue bound) does it call fill, once and before it returns,
+// to copy the value into the engine's own buffer (len(dst) == vlen). fill
+// reports the bytes it copied; if they are not vlen the entry is dropped
+// like a refused one. The memory tier's eviction uses it so that an entry
+// admission refuses is never copied, and one it admits is copied once,
+// from the memory tier's blocks straight into the write queue.
+func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
+	return e.insert(key, nil, vlen, expiry, fill)
+}
+
+// insert is Insert (fill nil: value holds vlen bytes) and InsertFrom.
+func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int) bool {
 	h := xxhash.Sum64(key)
 	if !e.gate.enter(h) {
 		return false
@@ -100,9 +117,9 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 	if !expiry.IsZero() {
 		exp = expiry.UnixNano()
 	}
-	size := entrySize(len(key), len(value))
+	size := entrySize(len(key), vlen)
 	switch {
-	case len(key) > 1<<16-1 || size > e.lay.maxEntry:
+	case vlen < 0 || len(key) > 1<<16-1 || size > e.lay.maxEntry:
 		e.c.dropTooLarge.Add(1)
 	case exp != 0 && exp <= e.opts.Now().UnixNano():
 		e.c.dropExpired.Add(1)
@@ -112,9 +129,17 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 		e.queued.Add(-int64(size))
 		e.c.dropQueue.Add(1)
 	default:
-		it := newEngItem(len(key) + len(value))
+		it := newEngItem(len(key) + vlen)
 		it.hash, it.expiry, it.klen, it.size = h, exp, len(key), int64(size)
-		copy(it.kv[copy(it.kv, key):], value)
+		k := copy(it.kv, key)
+		if fill == nil {
+			copy(it.kv[k:], value)
+		} else if fill(it.kv[k:]) != vlen {
+			freeEngItem(it)
+			e.queued.Add(-int64(size))
+			e.c.dropFill.Add(1)
+			break
+		}
 		e.submit(it)
 		return true
 	}

@@ -53,7 +53,7 @@ import (
 // and stay valid forever, even after the entry is evicted (a copy rather
 // than reference counting: no Release to forget, and a value never pins
 // arena space). A hit allocates nothing when dst has room for the value.
-// OnEvict receives borrowed bytes (see MemoryOptions.OnEvict).
+// OnEvict receives a borrowed key and a value it may copy out (see Evicted).
 //
 // Expiry. An entry may carry an absolute expiry; an expired entry is a miss
 // and is dropped when a lookup finds it or when eviction reaches it.
@@ -80,6 +80,7 @@ type MemoryStats struct {
 	Sets        uint64 // Set stored an entry
 	Refused     uint64 // Set refused an entry (too big, already expired, closed)
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
+	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
 	Expirations uint64 // expired entries dropped
 	Entries     int64  // live entries
 	Bytes       int64  // bytes charged
@@ -270,6 +271,7 @@ func (m *Memory) Stats() MemoryStats {
 		st.Refused += s.refused.Load()
 		st.Evictions += s.evictions.Load()
 		st.Expirations += s.expirations.Load()
+		st.EvictCopies += s.valueCopies.Load()
 		st.Entries += s.countA.Load()
 		st.Bytes += s.usedA.Load()
 	}

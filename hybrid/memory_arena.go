@@ -62,14 +62,30 @@ func newMemArena(blockSize int, share int64) memArena {
 // alloc takes n blocks, chains them and returns the first and last (memNil,
 // memNil for n == 0). It reuses freed blocks first, then fresh ones, mapping
 // a new chunk when needed. It fails only if a chunk cannot be mapped.
+//
+// The free list's links already chain its blocks, so the first k free
+// blocks are taken as they stand: a walk of k-1 links and one store, not a
+// relink per block (issue 4: per-block take was 5% of the bench's CPU).
 func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
+	if n <= 0 {
+		return memNil, memNil, true
+	}
 	first, last = memNil, memNil
-	for i := 0; i < n; i++ {
-		b, ok := a.take()
+	have := min(n, a.nfree)
+	if have > 0 {
+		first, last = a.free, a.free
+		for i := 1; i < have; i++ {
+			last = a.next[last]
+		}
+		a.free = a.next[last]
+		a.nfree -= have
+	}
+	for ; have < n; have++ {
+		b, ok := a.takeFresh()
 		if !ok {
 			if first != memNil {
 				a.next[last] = memNil
-				a.release(first, last, i)
+				a.release(first, last, have)
 			}
 			return memNil, memNil, false
 		}
@@ -80,19 +96,13 @@ func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
 		}
 		last = b
 	}
-	if last != memNil {
-		a.next[last] = memNil
-	}
+	a.next[last] = memNil
 	return first, last, true
 }
 
-// take returns one block, from the free list or fresh.
-func (a *memArena) take() (uint32, bool) {
-	if b := a.free; b != memNil {
-		a.free = a.next[b]
-		a.nfree--
-		return b, true
-	}
+// takeFresh returns a block never handed out before, mapping a chunk when
+// the mapped ones are used up.
+func (a *memArena) takeFresh() (uint32, bool) {
 	if int(a.fresh) == len(a.chunks)<<a.chunkShift {
 		if !a.grow() {
 			return memNil, false

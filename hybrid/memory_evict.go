@@ -69,8 +69,7 @@ func (s *memShard) evict(i uint32, now *int64) {
 		}
 	}
 	if s.cfg.onEvict != nil && !sl.clean {
-		key, value := s.borrow(sl)
-		s.cfg.onEvict(key, value, sl.expiry)
+		s.cfg.onEvict(s.evicted(sl))
 	}
 	h, fromSmall := sl.hash, sl.queue == memQSmall
 	s.remove(i)
@@ -78,28 +77,6 @@ func (s *memShard) evict(i uint32, now *int64) {
 	if fromSmall && s.cfg.policy == memS3FIFO {
 		s.addGhost(h)
 	}
-}
-
-// borrow returns sl's key and value: straight from the arena when its
-// blocks are contiguous, else gathered into the shard's scratch buffer.
-func (s *memShard) borrow(sl *memSlot) (key, value []byte) {
-	k, n := int(sl.klen), int(sl.klen)+int(sl.vlen)
-	if n == 0 {
-		return []byte{}, []byte{}
-	}
-	if s.arena.header(sl.first).contig != 0 {
-		p := s.arena.run(sl.first, memHeaderSize+n)[memHeaderSize:]
-		return p[:k:k], p[k:n:n]
-	}
-	c := s.arena.cursor(sl.first, memHeaderSize+n)
-	c.skip(memHeaderSize)
-	p := c.take(n)
-	if len(p) < n {
-		s.scratch = append(append(s.scratch[:0], p...), make([]byte, n-len(p))...)
-		c.appendTo(s.scratch[:len(p)], n-len(p))
-		p = s.scratch[:n]
-	}
-	return p[:k:k], p[k:n:n]
 }
 
 // memGhost is a FIFO ring of hashes evicted from the small queue without a

@@ -115,7 +115,9 @@ func memModelWorker(m *Memory, w, ops int) error {
 }
 
 // FuzzMemoryOps decodes op sequences (3 bytes each: op, key, size) and runs
-// them on a tiny tier beside a map, checking the invariants after each op.
+// them on a tiny tier beside a map, checking the invariants after each op
+// and that every evicted entry is the model's (keys of up to 130 bytes, so
+// that keys span blocks).
 func FuzzMemoryOps(f *testing.F) {
 	f.Add([]byte{0, 1, 10, 1, 1, 0, 2, 1, 0, 1, 1, 0})
 	f.Add(bytes.Repeat([]byte{0, 3, 200, 0, 4, 255, 1, 3, 0}, 30))
@@ -129,16 +131,26 @@ func FuzzMemoryOps(f *testing.F) {
 		if data[0]&0x80 != 0 {
 			mask = 3 // four hashes for all keys: collisions everywhere
 		}
-		m := newTestMemory(t, MemoryOptions{Policy: policies[int(data[0]&3)%3], Capacity: 8 << 10,
-			Shards: 1, BlockSize: 64}, mask)
 		model := map[string][]byte{}
+		var evictErr error
+		onEvict := func(ev Evicted) {
+			if want, in := model[string(ev.Key)]; evictErr == nil && (!in || !bytes.Equal(ev.AppendValue(nil), want)) {
+				evictErr = fmt.Errorf("evicted %q = %q, model %q (%v)", ev.Key, ev.AppendValue(nil), want, in)
+			}
+			delete(model, string(ev.Key))
+		}
+		m := newTestMemory(t, MemoryOptions{Policy: policies[int(data[0]&3)%3], Capacity: 8 << 10,
+			Shards: 1, BlockSize: 64, OnEvict: onEvict}, mask)
 		for data = data[1:]; len(data) >= 3; data = data[3:] {
-			key := fmt.Appendf(nil, "k%d", data[1]%32)
+			key := fmt.Appendf(nil, "k%d%s", data[1]%32, bytes.Repeat([]byte("x"), int(data[1]>>5)*18))
 			if err := memFuzzStep(m, model, data[0]%3, key, int(data[2])*8); err != nil {
 				t.Fatal(err)
 			}
 			if err := m.memCheck(); err != nil {
 				t.Fatal(err)
+			}
+			if evictErr != nil {
+				t.Fatal(evictErr)
 			}
 		}
 	})

@@ -86,7 +86,7 @@ func TestMemoryCapacity(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			evicted := 0
 			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 64 << 10, Shards: 4, BlockSize: 64,
-				OnEvict: func(_, _ []byte, _ int64) { evicted++ }}, ^uint64(0))
+				OnEvict: func(Evicted) { evicted++ }}, ^uint64(0))
 			r := rand.New(rand.NewPCG(1, 2))
 			for i := range 3000 {
 				key := fmt.Appendf(nil, "key%d", r.IntN(300))
@@ -109,37 +109,62 @@ func TestMemoryCapacity(t *testing.T) {
 	}
 }
 
-// TestMemoryOnEvict checks that OnEvict gets exactly the bytes and expiry
-// that were set, including for chains that are not contiguous (the arena is
-// fragmented first by deleting every other entry).
+// TestMemoryOnEvict checks that OnEvict gets exactly the key, value and
+// expiry that were set, including for chains that are not contiguous (the
+// arena is fragmented first by deleting every other entry) and for keys
+// that span blocks (every third key is longer than a block); that
+// CopyValue copies a prefix into a short dst and restarts on each call; and
+// that EvictCopies counts the copies.
 func TestMemoryOnEvict(t *testing.T) {
 	clock := &memTestClock{t: 1000}
 	got := map[string]string{}
 	exps := map[string]int64{}
+	var copies uint64
+	var split, longSplit int // evicted entries not contiguous; of those, with a key over a block
 	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 32 << 10, Shards: 1, BlockSize: 64,
-		Now: clock.now, OnEvict: func(k, v []byte, e int64) {
-			got[string(k)] = string(v)
-			exps[string(k)] = e
+		Now: clock.now, OnEvict: func(ev Evicted) {
+			if ev.value == nil {
+				split++
+				if len(ev.Key) > 64 {
+					longSplit++
+				}
+			}
+			v := ev.AppendValue([]byte("prefix"))[len("prefix"):]
+			half := make([]byte, ev.ValueLen/2)
+			if n := ev.CopyValue(half); n != len(half) || string(half) != string(v[:n]) {
+				t.Errorf("CopyValue into %d bytes: %d, %q", len(half), n, half)
+			}
+			again := make([]byte, ev.ValueLen+10)
+			if n := ev.CopyValue(again); n != ev.ValueLen || string(again[:n]) != string(v) {
+				t.Errorf("second CopyValue: %d bytes, %q, want %q", n, again[:n], v)
+			}
+			copies += 3
+			got[string(ev.Key)] = string(v)
+			exps[string(ev.Key)] = ev.Expiry
 		}}, ^uint64(0))
+	key := func(i int) string {
+		if i%3 == 0 {
+			return fmt.Sprintf("key-%d-%s", i, bytes.Repeat([]byte("k"), 90))
+		}
+		return fmt.Sprintf("key-%d", i)
+	}
 	want := map[string]string{}
 	value := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "<%d>", i), 10+i%50) }
 	for i := range 40 {
-		k := fmt.Sprintf("key-%d", i)
-		m.Set([]byte(k), value(i), clock.at(time.Duration(i+1)*time.Hour))
+		m.Set([]byte(key(i)), value(i), clock.at(time.Duration(i+1)*time.Hour))
 		if i%2 == 1 {
-			m.Delete([]byte(k))
+			m.Delete([]byte(key(i)))
 		}
 	}
 	for i := 40; i < 400; i++ {
-		k := fmt.Sprintf("key-%d", i)
-		want[k] = string(value(i))
-		m.Set([]byte(k), value(i), clock.at(time.Duration(i+1)*time.Hour))
+		want[key(i)] = string(value(i))
+		m.Set([]byte(key(i)), value(i), clock.at(time.Duration(i+1)*time.Hour))
 	}
 	for i := 0; i < 40; i += 2 {
-		want[fmt.Sprintf("key-%d", i)] = string(value(i))
+		want[key(i)] = string(value(i))
 	}
-	if len(got) == 0 {
-		t.Fatal("nothing evicted")
+	if len(got) == 0 || split == 0 || longSplit == 0 {
+		t.Fatalf("evicted %d, %d not contiguous, %d of them with a long key", len(got), split, longSplit)
 	}
 	for k, v := range got {
 		if want[k] != v {
@@ -152,9 +177,45 @@ func TestMemoryOnEvict(t *testing.T) {
 		}
 	}
 	for i := 1; i < 40; i += 2 {
-		if _, ok := got[fmt.Sprintf("key-%d", i)]; ok {
-			t.Fatalf("OnEvict called for deleted key-%d", i)
+		if _, ok := got[key(i)]; ok {
+			t.Fatalf("OnEvict called for deleted %s", key(i))
 		}
+	}
+	if st := m.Stats(); st.EvictCopies != copies || st.Evictions != uint64(len(got)) {
+		t.Fatalf("stats %+v, want %d copies of %d evictions", st, copies, len(got))
+	}
+}
+
+// TestMemoryOnEvictLazy: a hook that looks only at the key and size, as the
+// Cache's does when admission refuses, copies nothing; an empty entry's
+// value copies as empty; the zero Evicted copies nothing.
+func TestMemoryOnEvictLazy(t *testing.T) {
+	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			var seen, bytesSeen int
+			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 64 << 10, Shards: 1, BlockSize: 64,
+				OnEvict: func(ev Evicted) { seen++; bytesSeen += len(ev.Key) + ev.ValueLen }}, ^uint64(0))
+			for i := range 500 {
+				m.Set(fmt.Appendf(nil, "k%d", i), make([]byte, 100+i%700), time.Time{})
+			}
+			if st := m.Stats(); seen == 0 || st.Evictions != uint64(seen) || st.EvictCopies != 0 || bytesSeen == 0 {
+				t.Fatalf("seen %d (%d bytes), stats %+v: want evictions and no copies", seen, bytesSeen, st)
+			}
+		})
+	}
+	var empty []int
+	m := newMemory16(t, MemoryFIFO, func(ev Evicted) {
+		empty = append(empty, len(ev.Key), ev.ValueLen, len(ev.AppendValue(nil)))
+	})
+	m.Set(nil, nil, time.Time{})
+	for i := range 20 {
+		m.Set(fmt.Appendf(nil, "f%d", i), make([]byte, 100), time.Time{})
+	}
+	if len(empty) < 3 || empty[0] != 0 || empty[1] != 0 || empty[2] != 0 {
+		t.Fatalf("empty entry evicted as %v", empty)
+	}
+	if n := (Evicted{}).CopyValue(make([]byte, 8)); n != 0 {
+		t.Fatalf("zero Evicted copied %d bytes", n)
 	}
 }
 
@@ -162,7 +223,7 @@ func TestMemoryExpiry(t *testing.T) {
 	clock := &memTestClock{t: 1_000_000}
 	var evicted []string
 	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 16 << 10, Shards: 1, BlockSize: 64,
-		Now: clock.now, OnEvict: func(k, _ []byte, _ int64) { evicted = append(evicted, string(k)) }}, ^uint64(0))
+		Now: clock.now, OnEvict: func(ev Evicted) { evicted = append(evicted, string(ev.Key)) }}, ^uint64(0))
 	if m.Set([]byte("past"), []byte("v"), clock.at(-1)) || m.Set([]byte("now"), []byte("v"), clock.at(0)) {
 		t.Fatal("Set accepted an expired entry")
 	}

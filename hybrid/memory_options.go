@@ -65,12 +65,14 @@ type MemoryOptions struct {
 	// OnEvict, if set, is called for each entry the policy evicts to make
 	// room (not for Delete, expiry or overwrite, and not for entries found
 	// expired when evicted): the hook for write-on-eviction to the disk
-	// tier. key and value are borrowed: they are valid only during the call,
-	// so the callee copies what it keeps. expiry is unix nanoseconds, 0 for
-	// none. It runs with the shard's write lock held: it must not block
-	// (hand off to a bounded queue that drops when full) and must not call
-	// back into the Memory, which would deadlock. Default nil.
-	OnEvict func(key, value []byte, expiry int64) `yaml:"-"`
+	// tier. It gets the entry's key (borrowed), expiry and value length,
+	// and copies the value out only if it keeps it (Evicted.CopyValue): a
+	// hook that refuses the entry after looking at key and size costs no
+	// copy. The Evicted is valid only during the call. It runs with the
+	// shard's write lock held: it must not block (hand off to a bounded
+	// queue that drops when full) and must not call back into the Memory,
+	// which would deadlock. Default nil.
+	OnEvict func(Evicted) `yaml:"-"`
 	// Now returns the current time in unix nanoseconds. It is called only
 	// when a lookup finds an entry that has an expiry, and when an entry
 	// with an expiry is set or evicted. The Memory starts no goroutines, so

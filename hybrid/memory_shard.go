@@ -95,7 +95,7 @@ func memPolicyOf(p MemoryPolicy) memPolicy {
 // memConfig is what all shards share; it holds no pointer back to Memory.
 type memConfig struct {
 	policy   memPolicy
-	onEvict  func(key, value []byte, expiry int64)
+	onEvict  func(Evicted)
 	now      func() int64
 	share    int64 // bytes per shard
 	maxEntry int64 // largest charge one entry may have
@@ -116,11 +116,12 @@ type memShard struct {
 	used     int64 // bytes charged, under mu
 	count    int   // live entries, under mu
 	closed   bool
-	scratch  []byte // gathers a non-contiguous evicted entry for OnEvict
+	scratch  []byte // gathers an evicted key that spans blocks (see evicted)
 
 	// Read without the lock by Len, Bytes and Stats.
 	usedA, countA                                       atomic.Int64
 	hits, misses, sets, refused, evictions, expirations atomic.Uint64
+	valueCopies                                         atomic.Uint64
 	_                                                   [64]byte // keep neighbours' hot words apart
 }
 

@@ -156,8 +156,8 @@ func TestMemoryPolicies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var evicted [][]byte
-			m := newMemory16(t, tc.policy, func(k, _ []byte, _ int64) {
-				evicted = append(evicted, bytes.Clone(k))
+			m := newMemory16(t, tc.policy, func(ev Evicted) {
+				evicted = append(evicted, bytes.Clone(ev.Key))
 			})
 			value := make([]byte, 100)
 			for _, st := range tc.steps {
@@ -189,7 +189,7 @@ func TestMemoryPolicies(t *testing.T) {
 
 // newMemory16 returns a one-shard tier that holds exactly 16 entries of a
 // 2-3 byte key and a 100-byte value (2 blocks of 64).
-func newMemory16(t *testing.T, p MemoryPolicy, onEvict func(k, v []byte, e int64)) *Memory {
+func newMemory16(t *testing.T, p MemoryPolicy, onEvict func(Evicted)) *Memory {
 	t.Helper()
 	charge := int64(2*(64+4) + memEntryOverhead)
 	return newTestMemory(t, MemoryOptions{Policy: p, Shards: 1, BlockSize: 64,

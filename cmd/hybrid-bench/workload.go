@@ -157,14 +157,13 @@ func (w *workload) writer(id int, r recorder) {
 // goroutine) only if this reader leads a miss, and returns only after it
 // did, so the fields it writes are read safely afterwards.
 type reader struct {
-	w        *workload
-	rng      *rand.Rand
-	idx      uint64
-	start    time.Duration
-	missed   bool
-	missLat  time.Duration
-	fetchBuf []byte
-	fetchFn  hybrid.FetchFunc
+	w       *workload
+	rng     *rand.Rand
+	idx     uint64
+	start   time.Duration
+	missed  bool
+	missLat time.Duration
+	fetchFn hybrid.FetchFunc
 }
 
 func (rd *reader) fetch(ctx context.Context) ([]byte, time.Time, error) {
@@ -179,8 +178,10 @@ func (rd *reader) fetch(ctx context.Context) ([]byte, time.Time, error) {
 			return nil, time.Time{}, ctx.Err()
 		}
 	}
-	rd.fetchBuf = rd.w.value(rd.fetchBuf[:0], rd.idx, rd.w.entrySize(rd.rng))
-	return rd.fetchBuf, time.Time{}, nil
+	// A fresh buffer, as an origin fetch returns: hybrid.FetchFunc's value
+	// is handed to every caller waiting for it and must not be reused.
+	n := rd.w.entrySize(rd.rng)
+	return rd.w.value(make([]byte, 0, n+8), rd.idx, n), time.Time{}, nil
 }
 
 // pick returns a key among writer's recent ones, or false if it has none.
