@@ -136,13 +136,16 @@ func (e *Engine) commit(b *engBuf) {
 		s := e.pending.shard(it.hash)
 		s.mu.Lock()
 		if s.m[it.hash] == it {
-			s.del(it.hash)
+			// Index first, then the pending entry: a Get that skips the
+			// shard lock (the pending filter reads zero once del ran) must
+			// find the new address, not the one it replaces.
 			if !it.tomb {
 				if old, ok := e.ix.set(it.hash, e.lay.pack(b.region, rec.offset, rec.length)); ok {
 					e.unaccount(old)
 				}
 				live.Add(int64(rec.length))
 			}
+			s.del(it.hash)
 		} else {
 			e.c.supersed.Add(1)
 		}
@@ -172,10 +175,11 @@ func (e *Engine) fail(it *engItem, durable bool) {
 	s := e.pending.shard(it.hash)
 	s.mu.Lock()
 	if s.m[it.hash] == it {
-		s.del(it.hash)
+		// Unindex first, then the pending entry (see commit).
 		if old, ok := e.ix.remove(it.hash); ok {
 			e.unaccount(old)
 		}
+		s.del(it.hash)
 		switch {
 		case !durable || e.aborting():
 		case !it.tomb || it.tries+1 < engTombTries:
