@@ -92,9 +92,12 @@ func TestValidationStaleWhileRevalidate(t *testing.T) {
 	t.Parallel()
 	o := startOrigin(t)
 	s := startStrata(t, strataOpts{Origin: o.URL("origin")})
-	const pq = "/obj/1k?max-age=1&swr=60&etag=s"
+	// max-age=3: the refreshed response must stay fresh long enough for
+	// the polling below to see it on a loaded machine (with 1s it went
+	// stale again before the next poll, under make test's parallel load).
+	const pq = "/obj/1k?max-age=3&swr=60&etag=s"
 	get(t, s.URL+pq)
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	r, _ := get(t, s.URL+pq)
 	wantStatus(t, "stale hit", r.Header, "hit", "detail=stale")
 	deadline := time.Now().Add(10 * time.Second)
