@@ -170,7 +170,9 @@
 // the stripes to drain. The pending-set shard mutex serialises, per key,
 // Insert, Remove, commit and reinsertion; a Get skips it when the shard's
 // small counting filter says no key of its hash slot is pending (the
-// usual case). The index has its own shard locks; region state, reader
+// usual case). For that, commit and fail change the index before they
+// take the item out of the pending set (TestIssueCommitForgetsBeforeIndexing:
+// the other order let such a Get read the previous version). The index has its own shard locks; region state, reader
 // counts and live bytes are atomics. OpenEngine starts Flushers flusher
 // goroutines, Reclaimers reclaimers and the runtime's workers; Close stops
 // intake, drains the flushers (dropping, counted, what is still queued if

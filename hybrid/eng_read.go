@@ -136,9 +136,9 @@ func (e *Engine) commit(b *engBuf) {
 		s := e.pending.shard(it.hash)
 		s.mu.Lock()
 		if s.m[it.hash] == it {
-			// Index first, then the pending entry: a Get that skips the
-			// shard lock (the pending filter reads zero once del ran) must
-			// find the new address, not the one it replaces.
+			// Index first, then forget: a Get that finds the shard's
+			// filter at zero skips this lock and asks the index, so the
+			// index must hold the new address before the filter drops.
 			if !it.tomb {
 				if old, ok := e.ix.set(it.hash, e.lay.pack(b.region, rec.offset, rec.length)); ok {
 					e.unaccount(old)
@@ -146,6 +146,9 @@ func (e *Engine) commit(b *engBuf) {
 				live.Add(int64(rec.length))
 			}
 			s.del(it.hash)
+			if e.afterForget != nil {
+				e.afterForget(it.hash)
+			}
 		} else {
 			e.c.supersed.Add(1)
 		}
@@ -175,13 +178,14 @@ func (e *Engine) fail(it *engItem, durable bool) {
 	s := e.pending.shard(it.hash)
 	s.mu.Lock()
 	if s.m[it.hash] == it {
-		// Unindex first, then the pending entry (see commit).
+		// Index first (see commit), then the pending op: the tombstone
+		// replaces it, or it is forgotten.
 		if old, ok := e.ix.remove(it.hash); ok {
 			e.unaccount(old)
 		}
-		s.del(it.hash)
 		switch {
 		case !durable || e.aborting():
+			s.del(it.hash)
 		case !it.tomb || it.tries+1 < engTombTries:
 			tries := uint8(0)
 			if it.tomb {
@@ -189,7 +193,11 @@ func (e *Engine) fail(it *engItem, durable bool) {
 			}
 			e.queueTomb(s, it.hash, tries)
 		default:
+			s.del(it.hash)
 			e.c.tombsLost.Add(1)
+		}
+		if e.afterForget != nil {
+			e.afterForget(it.hash)
 		}
 	}
 	s.mu.Unlock()

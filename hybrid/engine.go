@@ -44,6 +44,11 @@ type Engine struct {
 	flushWG     sync.WaitGroup
 	closeOnce   sync.Once
 	closeErr    error
+
+	// afterForget, if set (tests only, before the first Insert), runs in
+	// commit and fail right after an item stops being its key's pending
+	// operation, with the pending shard lock held.
+	afterForget func(h uint64)
 }
 
 // OpenEngine formats or recovers dev per opts.Recovery and starts the
