@@ -218,6 +218,10 @@ func installDate(h *fasthttp.ResponseHeader, date []byte) {
 	h.SetStatusMessage(nil)
 	h.SetContentLength(-2) // none yet: the body sets it
 	h.SetStatusCode(status)
+	// A parsed header without a length reads as "body until close"; this
+	// one is not: keep-alive is the server's decision (it was lost on
+	// every response, halving hit throughput).
+	h.ResetConnectionClose()
 }
 
 // storedDate returns the value of the Date field among kvs, or nil.

@@ -153,6 +153,9 @@ func TestInstallDate(t *testing.T) {
 		if h.StatusCode() != 204 || len(h.Peek("Set-Cookie")) > 0 {
 			t.Errorf("installDate(%q): status %d, header %q", tc.in, h.StatusCode(), h.Header())
 		}
+		if h.ConnectionClose() {
+			t.Errorf("installDate(%q) set Connection: close (keep-alive lost)", tc.in)
+		}
 		if tc.want != "" && got != tc.want {
 			t.Errorf("installDate(%q): Date %q", tc.in, got)
 		}

@@ -127,3 +127,15 @@ func TestRequestDirectives(t *testing.T) {
 	r = p.get("/d")
 	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 }
+
+// TestHitKeepsAlive: hits and misses leave the client connection open
+// (a Date-installing step once marked every response Connection: close).
+func TestHitKeepsAlive(t *testing.T) {
+	p := newPair(t, cacheable("x"), nil)
+	for i := range 3 {
+		r := p.get("/k")
+		if r.ConnectionClose() || len(r.Header.Peek("Connection")) > 0 {
+			t.Fatalf("response %d: Connection %q, want keep-alive", i, r.Header.Peek("Connection"))
+		}
+	}
+}
