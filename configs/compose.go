@@ -132,7 +132,7 @@ func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 			Logger:       logger,
 		},
 		WritePolicy: hybrid.WritePolicy(c.Cache.WritePolicy),
-		NoPromote:   !c.Cache.PromoteEnabled(),
+		Promotion:   c.Cache.promotion(),
 	}
 }
 
@@ -282,4 +282,12 @@ func (ps Problems) Locate(data []byte, name string) Problems {
 
 func sortByLine(ps Problems) {
 	sort.SliceStable(ps, func(i, j int) bool { return lineKey(ps[i].Line) < lineKey(ps[j].Line) })
+}
+
+// promotion is cache.promotion, or never when cache.promote is false.
+func (c *Cache) promotion() hybrid.Promotion {
+	if !c.PromoteEnabled() {
+		return hybrid.PromoteNever
+	}
+	return hybrid.Promotion(c.Promotion)
 }

@@ -139,3 +139,32 @@ func TestCheckFiles(t *testing.T) {
 		t.Errorf("no files: %v", err)
 	}
 }
+
+// TestComposePromotion: cache.promotion reaches hybrid; promote: false
+// means never; an unknown value is a problem on its line.
+func TestComposePromotion(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want hybrid.Promotion
+	}{
+		{"origins: [{url: http://o:80}]\n", hybrid.PromoteSecondHit},
+		{"origins: [{url: http://o:80}]\ncache: {promotion: first-hit}\n", hybrid.PromoteFirstHit},
+		{"origins: [{url: http://o:80}]\ncache: {promotion: first-hit, promote: false}\n", hybrid.PromoteNever},
+	} {
+		c, err := Load([]byte(tc.yaml), "t.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		p, err := c.Compose(nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if p.Cache.Promotion != tc.want {
+			t.Errorf("%q: promotion %q, want %q", tc.yaml, p.Cache.Promotion, tc.want)
+		}
+	}
+	_, err := Load([]byte("origins: [{url: http://o:80}]\ncache:\n  promotion: sometimes\n"), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:3: cache.promotion") {
+		t.Fatalf("bad promotion: %v", err)
+	}
+}

@@ -57,6 +57,7 @@ type Cache struct {
 	Disk          Disk   `yaml:"disk"`
 	WritePolicy   string `yaml:"write_policy"`    // eviction | insertion; default eviction
 	Promote       *bool  `yaml:"promote"`         // copy disk hits into memory; default true
+	Promotion     string `yaml:"promotion"`       // when: second-hit | first-hit | never; default second-hit
 	SliceSize     Size   `yaml:"slice_size"`      // bodies larger than this are stored in slices; default 1MiB
 	MaxObjectSize Size   `yaml:"max_object_size"` // larger bodies pass through uncached; default 256MiB
 }

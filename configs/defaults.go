@@ -22,6 +22,7 @@ const (
 	DefaultWriteWorkers    = 2
 	DefaultRecovery        = "quiet"
 	DefaultWritePolicy     = "eviction"
+	DefaultPromotion       = "second-hit"
 	DefaultSliceSize       = 1 * MiB
 	DefaultMaxObjectSize   = 256 * MiB
 	DefaultOriginMaxConns  = 512
@@ -99,6 +100,7 @@ func (c *Cache) ensureDefaults() {
 	setInt(&d.WriteWorkers, DefaultWriteWorkers)
 	setStr(&d.Recovery, DefaultRecovery)
 	setStr(&c.WritePolicy, DefaultWritePolicy)
+	setStr(&c.Promotion, DefaultPromotion)
 	if c.Promote == nil {
 		t := true
 		c.Promote = &t

@@ -108,6 +108,7 @@ func (c *Cache) validate(ps *problems) {
 	checkEnum(ps, "cache.memory.policy", c.Memory.Policy, "s3fifo", "lru", "fifo")
 	c.Disk.validate(ps)
 	checkEnum(ps, "cache.write_policy", c.WritePolicy, "eviction", "insertion")
+	checkEnum(ps, "cache.promotion", c.Promotion, "second-hit", "first-hit", "never")
 	if c.Disk.regionOK() { // else region_size's own problem says it
 		checkRange(ps, "cache.slice_size", int64(c.SliceSize), 4*KiB, int64(c.Disk.RegionSize)/2)
 	}
