@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"strata/cmd/internal/fio"
 	"strata/hybrid"
 )
 
@@ -86,7 +87,7 @@ func settle(e *hybrid.Engine) {
 func getCase(ctx context.Context, cfg *config, path string, e *hybrid.Engine, size, n, readers, p int) (row, error) {
 	var fp50, op50, fmean, omean []float64
 	for range cfg.rounds {
-		f, err := runFio(ctx, cfg.fio, path, cfg.size, fioJob{rw: "randread", bs: size, jobs: readers, d: cfg.d})
+		f, err := fio.Run(ctx, cfg.fio, path, cfg.size, fio.Job{RW: "randread", BS: size, Jobs: readers, D: cfg.d})
 		if err != nil {
 			return row{}, err
 		}
@@ -96,7 +97,7 @@ func getCase(ctx context.Context, cfg *config, path string, e *hybrid.Engine, si
 		if hits < 0.99 {
 			return row{}, fmt.Errorf("hit ratio %.3f: the filled entries are not all on disk", hits)
 		}
-		fp50, fmean, op50, omean = append(fp50, f.p50), append(fmean, f.mean), append(op50, p50), append(omean, mean)
+		fp50, fmean, op50, omean = append(fp50, f.P50), append(fmean, f.Mean), append(op50, p50), append(omean, mean)
 	}
 	f, o := median(fp50), median(op50)
 	return row{

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"strata/cmd/internal/fio"
 	"strata/hybrid"
 )
 
@@ -59,11 +60,11 @@ func benchRecover(ctx context.Context, cfg *config, path string) ([]row, error) 
 		if err := e.Close(context.Background()); err != nil {
 			return nil, err
 		}
-		f, err := runFio(ctx, cfg.fio, path, cfg.recSize, fioJob{rw: "read", bs: 4 << 20, jobs: 1, d: cfg.d})
+		f, err := fio.Run(ctx, cfg.fio, path, cfg.recSize, fio.Job{RW: "read", BS: 4 << 20, Jobs: 1, D: cfg.d})
 		if err != nil {
 			return nil, err
 		}
-		fios = append(fios, f.bw)
+		fios = append(fios, f.BW)
 	}
 	s, bw := median(secs), median(fios)
 	full := float64(cfg.recSize) / bw

@@ -11,6 +11,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/cmd/internal/fio"
 	"strata/hybrid"
 )
 
@@ -99,7 +100,7 @@ func benchWrite(ctx context.Context, cfg *config, path string) (row, float64, er
 	}
 	var fios, ours, pay []float64
 	for range cfg.rounds {
-		f, err := runFio(ctx, cfg.fio, path, cfg.size, fioJob{rw: "write", bs: cfg.buffer, jobs: 1, d: cfg.d})
+		f, err := fio.Run(ctx, cfg.fio, path, cfg.size, fio.Job{RW: "write", BS: cfg.buffer, Jobs: 1, D: cfg.d})
 		if err != nil {
 			return row{}, 0, err
 		}
@@ -107,7 +108,7 @@ func benchWrite(ctx context.Context, cfg *config, path string) (row, float64, er
 		if err != nil {
 			return row{}, 0, err
 		}
-		fios, ours, pay = append(fios, f.bw), append(ours, o), append(pay, p)
+		fios, ours, pay = append(fios, f.BW), append(ours, o), append(pay, p)
 	}
 	f, o := median(fios), median(ours)
 	return row{
