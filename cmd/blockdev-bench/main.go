@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"strata/blockdev"
+	"strata/configs"
 )
 
 type benchCase struct {
@@ -81,9 +82,11 @@ func main() {
 		`GOMAXPROCS on our side: "default"; "jobs": raised to the job count where that is more; "both": a row for each`)
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the file afterwards")
 	flag.Parse()
-	size, err := parseSize(*sizeStr)
+	size, err := configs.ParseSize(*sizeStr)
 	switch {
 	case err != nil:
+	case size <= 0:
+		err = errors.New("-size must be positive")
 	case cfg.path == "":
 		err = errors.New("-file is required")
 	case cfg.rounds < 1 || cfg.d <= 0:
@@ -248,21 +251,4 @@ func pct(ours, fio float64) float64 {
 		return 0
 	}
 	return 100 * ours / fio
-}
-
-// parseSize reads "1GiB", "512MiB", "4096", also K/M/G and KB/MB/GB as
-// binary multiples.
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
-	mult := int64(1)
-	if k := len(t); k > 0 {
-		if i := strings.IndexByte("KMGT", t[k-1]); i >= 0 {
-			mult, t = int64(1)<<(10*(i+1)), t[:k-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
 }

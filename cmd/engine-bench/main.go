@@ -37,11 +37,11 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"strata/blockdev"
+	"strata/configs"
 )
 
 type config struct {
@@ -94,8 +94,11 @@ func main() {
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	flag.Parse()
 	var err error
-	if cfg.size, err = parseSize(*size); err == nil {
-		cfg.recSize, err = parseSize(*rec)
+	if cfg.size, err = configs.ParseSize(*size); err == nil {
+		cfg.recSize, err = configs.ParseSize(*rec)
+	}
+	if err == nil && (cfg.size <= 0 || cfg.recSize <= 0) {
+		err = errors.New("-size and -recsize must be positive")
 	}
 	if err == nil && (cfg.rounds < 1 || cfg.d <= 0) {
 		err = errors.New("-rounds and -time must be positive")
@@ -219,20 +222,3 @@ func median(xs []float64) float64 {
 }
 
 func mib(b float64) float64 { return b / (1 << 20) }
-
-// parseSize reads "1GiB", "512MiB", "4096", also K/M/G and KB/MB/GB as
-// binary multiples.
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
-	mult := int64(1)
-	if k := len(t); k > 0 {
-		if i := strings.IndexByte("KMGT", t[k-1]); i >= 0 {
-			mult, t = int64(1)<<(10*(i+1)), t[:k-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
-}
