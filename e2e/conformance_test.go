@@ -26,7 +26,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,34 +102,8 @@ func TestConformance(t *testing.T) {
 // 127.0.0.1:0 and returns its base URL.
 func startConformanceProxy(t *testing.T, origin string) string {
 	t.Helper()
-	cache, err := hybrid.Open(hybrid.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := proxy.New(cache, proxy.Options{Origins: []proxy.OriginOptions{{URL: origin}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer()
-	served := make(chan struct{})
-	go func() { defer close(served); _ = hs.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = hs.ShutdownWithContext(ctx)
-		<-served
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("proxy Close: %v", err)
-		}
-		if err := cache.Close(ctx); err != nil {
-			t.Errorf("cache Close: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String() // the suite appends "/config/..." itself
+	// The suite appends "/config/..." to the base URL itself.
+	return startInProcess(t, hybrid.Options{}, proxy.Options{Origins: []proxy.OriginOptions{{URL: origin}}})
 }
 
 // runConformanceCLI runs the suite's CLI against base and returns its
