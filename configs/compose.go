@@ -150,8 +150,9 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 			IgnoreSurrogateControl: c.HTTP.IgnoreSurrogateControl,
 			SurrogateToken:         c.HTTP.SurrogateToken,
 		},
-		MaxVariants: c.HTTP.MaxVariants,
-		MaxFills:    l.MaxFills,
+		MaxVariants:   c.HTTP.MaxVariants,
+		MaxFills:      l.MaxFills,
+		MaxLargeFills: l.MaxLargeFills,
 		Key: proxy.KeyOptions{
 			IgnoreQuery:    c.Key.IgnoreQuery,
 			SortQuery:      c.Key.SortQuery,

@@ -117,6 +117,7 @@ type Limits struct {
 	MaxHeaderBytes  Size     `yaml:"max_header_bytes"` // request line and headers; over it: 431; default 16KiB
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
 	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
+	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m

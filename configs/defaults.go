@@ -35,6 +35,7 @@ const (
 	DefaultMaxHeaderBytes  = 16 * KiB
 	DefaultMaxConns        = 10000
 	DefaultMaxFills        = 1024
+	DefaultMaxLargeFills   = 64
 	DefaultSurrogateToken  = "strata"
 	DefaultMaxRequestBody  = 16 * MiB
 	DefaultClientRead      = 30 * time.Second
@@ -122,6 +123,7 @@ func (l *Limits) ensureDefaults() {
 	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&l.MaxConns, DefaultMaxConns)
 	setInt(&l.MaxFills, DefaultMaxFills)
+	setInt(&l.MaxLargeFills, DefaultMaxLargeFills)
 	setSize(&l.MaxRequestBody, DefaultMaxRequestBody)
 	setDur(&l.ReadTimeout, DefaultClientRead)
 	setDur(&l.WriteTimeout, DefaultClientWrite)

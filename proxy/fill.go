@@ -57,6 +57,7 @@ type fill struct {
 	slotIdx  []int
 	readers  []*fillReader
 	waiting  bool // the fill goroutine waits for a reader to advance
+	large    bool // counted in Server.nlarge (takeLarge)
 	lagTimer *time.Timer
 	expiry   time.Time
 }
@@ -237,10 +238,38 @@ func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
 	}
 	cancel()
 	s.fills.remove(f)
+	if f.large {
+		s.nlarge.Add(-1)
+	}
 	f.release()
 	s.nfills.Add(-1)
 	s.m.inflightFills.Dec()
 	s.wg.Done()
+}
+
+// smallFillBytes: a fill whose declared length is at most this is small:
+// its window never holds more than its body.
+const smallFillBytes = 64 << 10
+
+// takeLarge reports whether f may go on as a shared, stored fill: always
+// for a small body, and for a large one (over smallFillBytes, or of unknown
+// length) only while fewer than MaxLargeFills run; it then counts f until
+// endFill.
+func (s *Server) takeLarge(f *fill, declared int64) bool {
+	if declared >= 0 && declared <= smallFillBytes {
+		return true
+	}
+	for {
+		n := s.nlarge.Load()
+		if n >= int64(s.opts.MaxLargeFills) {
+			s.m.fillsOverLimit.Inc()
+			return false
+		}
+		if s.nlarge.CompareAndSwap(n, n+1) {
+			f.large = true
+			return true
+		}
+	}
 }
 
 // fillFrom runs the fill from the origin's response (headers read, body
@@ -258,7 +287,7 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 		body = noContent{} // RFC 9110 §15.3.5: no content; stored and served empty
 	}
 	store := si.Store && cl <= s.opts.MaxObjectSize && body != nil && !f.keepPrior(resp.StatusCode()) &&
-		s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
+		s.takeLarge(f, cl) && s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
 	f.rv.status = resp.StatusCode()
 	if !store {
 		f.setPrivate(resp) // the leader owns resp now

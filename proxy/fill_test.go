@@ -393,3 +393,40 @@ func TestStalledReaderDetached(t *testing.T) {
 		t.Fatalf("detached reader: %d bytes, err %v", len(resp.Body()), err)
 	}
 }
+
+// TestMaxLargeFills: beyond MaxLargeFills concurrent fills of large bodies
+// a large response is streamed to its client unshared and not stored; a
+// small one is still stored.
+func TestMaxLargeFills(t *testing.T) {
+	large := bigBody(100 << 10)
+	g := newGate()
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		body := large
+		if r.URL.Path == "/small" {
+			body = large[:10]
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body[:1])
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/held" {
+			g.wait()
+		}
+		_, _ = w.Write(body[1:])
+	}, func(o *Options) { o.MaxLargeFills = 1 })
+	held := make(chan *fasthttp.Response)
+	go func() { held <- p.get("/held") }()
+	waitFor(t, func() bool { return p.srv.nlarge.Load() == 1 })
+	r := p.get("/other")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss")
+	expectBody(t, r, large)
+	r = p.get("/small")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored")
+	g.open()
+	r = <-held
+	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored")
+	expectBody(t, r, large)
+	waitFor(t, func() bool { return p.srv.nlarge.Load() == 0 && p.srv.nfills.Load() == 0 })
+	r = p.get("/other") // the limit is free again: stored now
+	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored")
+}

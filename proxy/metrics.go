@@ -41,6 +41,7 @@ type metrics struct {
 	// stale-while-revalidate or grace hit (issue 6).
 	backgroundRevalidations prometheus.Counter
 	fillDetached            prometheus.Counter
+	fillsOverLimit          prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -84,6 +85,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_fill_detached_total",
 			Help: "Readers a stored fill stopped waiting for after fill_lag_wait; they read on from the store.",
 		}),
+		fillsOverLimit: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_fills_over_limit_total",
+			Help: "Large responses streamed unshared and not stored because max_large_fills were running.",
+		}),
 	}
 	for i, name := range metricStatusNames {
 		m.requests[i] = requests.WithLabelValues(name)
@@ -94,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached,
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached, m.fillsOverLimit,
 		m.backgroundRevalidations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

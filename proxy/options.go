@@ -68,11 +68,17 @@ type Options struct {
 	FillWindow int `yaml:"fill_window"`
 	// MaxFills bounds concurrent shared fills; further misses stream from
 	// the origin uncached. Default 1024. A fill's buffers grow only with
-	// bytes that arrived, so a small object costs about its size; the
-	// worst case, every fill a large object, is MaxFills × FillWindow ×
-	// SliceSize. (64 made a busy edge pass most concurrent misses through
-	// uncached: the conformance suite runs 100 tests at once.)
+	// bytes that arrived, so a small object costs about its size; large
+	// bodies are bounded apart by MaxLargeFills. (64 made a busy edge pass
+	// most concurrent misses through uncached: the conformance suite runs
+	// 100 tests at once.)
 	MaxFills int `yaml:"max_fills"`
+	// MaxLargeFills bounds the shared fills of large bodies (a declared
+	// length over 64 KiB, or none): each may hold FillWindow slices, so
+	// these dominate fill memory, which stays under MaxLargeFills ×
+	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
+	// it is streamed to its client unshared and not stored. Default 64.
+	MaxLargeFills int `yaml:"max_large_fills"`
 	// MaxVariants bounds the variants (responses with Vary, one per
 	// secondary key) stored per URL; storing one more evicts the oldest.
 	// Default 16; 1..1024.
@@ -134,6 +140,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxObjectSize, 1<<30)
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 1024)
+	setDefault(&o.MaxLargeFills, 64)
 	setDefault(&o.MaxVariants, 16)
 	setDefault(&o.RevalidateKeep, time.Hour)
 	setDefault(&o.StaleIfUnreachable, time.Hour)
@@ -190,8 +197,8 @@ func (o *Options) Validate() error {
 	if o.FillWindow < 2 {
 		bad("fill_window %d < 2", o.FillWindow)
 	}
-	if o.MaxFills < 1 || o.MaxHeaderBytes < 1024 || o.MaxRequestBodySize < 0 || o.MaxConns < 1 {
-		bad("max_fills, max_header_bytes (>=1024), max_request_body_size, max_conns must be positive")
+	if o.MaxFills < 1 || o.MaxLargeFills < 1 || o.MaxHeaderBytes < 1024 || o.MaxRequestBodySize < 0 || o.MaxConns < 1 {
+		bad("max_fills, max_large_fills, max_header_bytes (>=1024), max_request_body_size, max_conns must be positive")
 	}
 	if o.MaxVariants < 1 || o.MaxVariants > maxVariantsLimit {
 		bad("max_variants %d not in [1, %d]", o.MaxVariants, maxVariantsLimit)

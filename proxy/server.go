@@ -30,7 +30,8 @@ type Server struct {
 	fetches fetchMap // slice fetches in flight (issue 6)
 	vlocks  variantLocks
 	nfills  atomic.Int64
-	pool    sync.Pool // *reqState
+	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
+	pool    sync.Pool    // *reqState
 	purges  purges
 
 	life   context.Context // parent of every fill; cancelled by Close
