@@ -213,55 +213,66 @@ func (s *memShard) indexPut(h uint64, r memRef) {
 	t.put(h, r)
 }
 
-// find returns the position and ref of key's live entry under hash h and
-// its header. It reads the index and the entry's first block (all of the
-// entry when it is contiguous), not the slot. It runs under s.mu or, from
+// memFound is what find learned of an entry. Its fields are read once from
+// the header and checked, so a racing reader never acts on a length it did
+// not check.
+type memFound struct {
+	pos    uint64 // index position
+	r      memRef
+	expiry int64
+	vlen   int
+	e      []byte // header, key and value when the entry is contiguous, else nil
+}
+
+// find returns key's live entry under hash h. It reads the index and the
+// entry's first block (all of the entry when it is contiguous), not the
+// slot. It runs under s.mu or, from
 // optimisticGet, racing a writer: then any bytes it reads may be torn, so
 // it checks every length against the arena's bounds and answers
 // "not found" rather than fault; the caller discards the answer.
-func (s *memShard) find(h uint64, key []byte) (uint64, memRef, *memHeader, bool) {
-	pos, r, ok := s.index(h)
-	if !ok || r.ghost() {
-		return 0, 0, nil, false
+func (s *memShard) find(h uint64, key []byte) (f memFound, ok bool) {
+	f.pos, f.r, ok = s.index(h)
+	if !ok || f.r.ghost() {
+		return f, false
 	}
-	hd := s.arena.header(r.block())
-	if hd == nil || int(hd.klen) != len(key) ||
-		int64(memHeaderSize)+int64(hd.klen)+int64(hd.vlen) > s.cfg.maxEntry {
-		return 0, 0, nil, false
+	hd := s.arena.header(f.r.block())
+	if hd == nil {
+		return f, false
 	}
-	if hd.contig != 0 {
-		p := s.arena.run(r.block(), memHeaderSize+len(key)+int(hd.vlen))
-		return pos, r, hd, p != nil && string(p[memHeaderSize:memHeaderSize+len(key)]) == string(key)
+	klen, vlen, contig := hd.klen, hd.vlen, hd.contig
+	f.expiry, f.vlen = hd.expiry, int(vlen)
+	if int(klen) != len(key) || int64(memHeaderSize)+int64(klen)+int64(vlen) > s.cfg.maxEntry {
+		return f, false
 	}
-	c := s.arena.cursor(r.block(), memHeaderSize+len(key))
+	if contig != 0 {
+		f.e = s.arena.run(f.r.block(), memHeaderSize+len(key)+f.vlen)
+		return f, f.e != nil && string(f.e[memHeaderSize:memHeaderSize+len(key)]) == string(key)
+	}
+	c := s.arena.cursor(f.r.block(), memHeaderSize+len(key))
 	c.skip(memHeaderSize)
-	return pos, r, hd, c.equal(key)
+	return f, c.equal(key)
 }
 
 // lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
 func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
-	_, r, _, ok := s.find(h, key)
+	f, ok := s.find(h, key)
 	if !ok {
 		return 0, nil, false
 	}
-	return r.slot(), s.slot(r.slot()), true
+	return f.r.slot(), s.slot(f.r.slot()), true
 }
 
-// appendValue appends the vlen value bytes of the entry starting at block
-// b to dst; find has checked that a contiguous entry's bytes are in range
-// and that vlen is bounded.
-func (s *memShard) appendValue(dst []byte, b uint32, hd *memHeader, vlen int) []byte {
-	k := memHeaderSize + int(hd.klen)
-	if hd.contig != 0 {
-		if p := s.arena.run(b, k+vlen); p != nil {
-			return append(dst, p[k:]...)
-		}
-		return dst
+// appendValue appends the value of f, whose key is klen bytes, to dst:
+// from f.e for a contiguous entry, else along the chain.
+func (s *memShard) appendValue(dst []byte, f *memFound, klen int) []byte {
+	k := memHeaderSize + klen
+	if f.e != nil {
+		return append(dst, f.e[k:]...)
 	}
-	dst = slices.Grow(dst, vlen)
-	c := s.arena.cursor(b, k+vlen)
+	dst = slices.Grow(dst, f.vlen)
+	c := s.arena.cursor(f.r.block(), k+f.vlen)
 	c.skip(k)
-	return c.appendTo(dst, vlen)
+	return c.appendTo(dst, f.vlen)
 }
 
 // newSlot returns a free slot number, growing the pages if needed.
@@ -384,16 +395,15 @@ const (
 // value to dst. It runs under s.mu (for writing under LRU) or from
 // optimisticGet (see find).
 func (s *memShard) get(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
-	pos, r, hd, ok := s.find(h, key)
+	f, ok := s.find(h, key)
 	if !ok {
 		return dst, 0, memGetMiss
 	}
-	exp, vlen := hd.expiry, int(hd.vlen)
-	if exp != 0 && exp <= s.cfg.now() {
+	if f.expiry != 0 && f.expiry <= s.cfg.now() {
 		return dst, 0, memGetExpired
 	}
-	s.hit(pos, r)
-	return s.appendValue(dst, r.block(), hd, vlen), exp, memGetHit
+	s.hit(f.pos, f.r)
+	return s.appendValue(dst, &f, len(key)), f.expiry, memGetHit
 }
 
 // memOptimistic enables lock-free hits (optimisticGet). They rely on loads
