@@ -138,7 +138,9 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 		c.disk.Insert(key, value, expiry)
 		return
 	}
-	if !c.mem.Set(key, value, expiry) {
+	stored := c.mem.Set(key, value, expiry)
+	c.disk.kick() // the flushers the eviction hook queued for (onEvict)
+	if !stored {
 		// Too big for memory: straight to disk, which supersedes (or, if
 		// refused, hides) an older copy there.
 		c.c.directToDisk.Add(1)
@@ -160,9 +162,10 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 // the key and size first, and only then copies the value, once, from the
 // memory tier's blocks into its write queue (issue 4: gathering every
 // evicted value before admission refused about half of them took 15% of
-// the process's CPU).
+// the process's CPU). The flusher is not woken under the lock: every call
+// that may evict (Insert, promote) kicks the engine after it.
 func (c *Cache) onEvict(ev Evicted) {
-	if c.disk.InsertFrom(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
+	if c.disk.insertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
 		c.c.evictedToDisk.Add(1)
 	}
 }
