@@ -4,7 +4,9 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Memory is the memory tier: a byte-bounded, sharded, in-process cache of
@@ -21,19 +23,33 @@ import (
 // front on every hit) and FIFO (no reaction to hits) are selectable.
 //
 // Sharding. Keys are hashed with a seeded hash/maphash; the top bits pick
-// one of a power-of-two number of shards, each with its own RWMutex and an
-// equal share of the capacity. Under S3-FIFO and FIFO a hit takes only the
-// shard's read lock (S3-FIFO bumps an atomic counter), so hits never wait
-// for each other; LRU takes the write lock to move the entry.
+// one of a power-of-two number of shards, each with its own lock and an
+// equal share of the capacity. Writes (Set, Delete, eviction) take the
+// shard's write lock.
+//
+// Lock-free hits. Under S3-FIFO and FIFO a Get takes no lock at all: it
+// reads the shard's sequence counter, looks up and copies the value out,
+// and reads the counter again; writers make it odd while they change the
+// index or reuse blocks. An unchanged even counter proves the copy whole;
+// otherwise the Get retries once and then takes the read lock. Nothing a
+// racing reader can see makes it fault: the index (memTable) is read with
+// atomics, the arena never moves or unmaps a chunk while the Memory is
+// reachable, and every length read is checked against the arena's bounds.
+// A hit therefore writes no shared word but the entry's hit count, and only
+// until it reaches its cap of 3: two goroutines hitting one hot key do not
+// bounce a lock's cache line between their cores (the RWMutex this
+// replaced cost 2× otter's time per parallel hit, issue 4). Hit and miss
+// counts go to per-goroutine-ish stripes (Memory.stripe). LRU moves the
+// entry on every hit, so its Get takes the write lock.
 //
 // Memory layout. Nothing per entry is a Go object with pointers: a shard
-// has a map[uint64]memRef from hash to slot number and first block, pages
-// of pointer-free slots (hash, expiry, sizes, queue links) used by the
-// write side, and an arena of fixed-size blocks in large off-heap chunks
-// (see memArena). An entry's blocks hold a 24-byte memHeader (expiry,
-// sizes, hit count, a contiguity flag), then the key, then the value. A hit
-// therefore touches the index and the entry's own blocks only: two
-// dependent cache misses, not three (the slot) or four (the chain links);
+// has an open-addressing table (memTable) from hash to slot number, first
+// block and hit count, pages of pointer-free slots (hash, expiry, sizes,
+// queue links) used by the write side, and an arena of fixed-size blocks in
+// large off-heap chunks (see memArena). An entry's blocks hold a 24-byte
+// memHeader (expiry, sizes, a contiguity flag), then the key, then the
+// value. A hit therefore touches the index and the entry's own blocks only:
+// two dependent cache misses, not three (the slot) or four (the chain links);
 // when the chain is one run of blocks, as it almost always is, key compare
 // and value copy are single slice operations. The garbage collector's work
 // is independent of the entry count. A hit compares the stored key bytes,
@@ -59,16 +75,37 @@ import (
 // and is dropped when a lookup finds it or when eviction reaches it.
 //
 // Concurrency. All methods are safe for concurrent use. Memory starts no
-// goroutines. Close gives the arenas back; it is optional (a Memory that
-// becomes unreachable is released by a cleanup) but makes the release
-// prompt.
+// goroutines. Close drops every entry and gives the arenas' pages back; it
+// is optional but makes the release prompt. The mappings themselves are
+// unmapped by a cleanup once the Memory is unreachable, so that a lock-free
+// Get racing Close reads zeros (and then sees closed), never a hole.
 type Memory struct {
 	shards   []memShard
-	shift    uint // 64 - log2(len(shards))
+	ctrs     *[memStripes]memCounters // hits and misses, striped (see stripe)
+	shift    uint                     // 64 - log2(len(shards))
 	seed     maphash.Seed
 	hashMask uint64     // all ones; tests clear bits to force collisions
 	cfg      *memConfig // shared with the shards; holds no pointer back
 	cap      int64
+}
+
+// memStripes is how many stripes Memory counts hits and misses in.
+const memStripes = 16
+
+// memCounters is one stripe of hit and miss counts, a cache line of its own.
+type memCounters struct {
+	hits, misses atomic.Uint64
+	_            [48]byte
+}
+
+// stripe picks a counter stripe from the address of the calling
+// goroutine's stack: goroutines run on stacks of their own, so concurrent
+// callers mostly count on different cache lines, and one goroutine keeps
+// to one line. (A stack may move; the stripe then changes, harmlessly.)
+func (m *Memory) stripe() *memCounters {
+	var probe byte
+	a := uint64(uintptr(unsafe.Pointer(&probe)))
+	return &m.ctrs[(a>>10)*0x9E3779B97F4A7C15>>60%memStripes]
 }
 
 // MemoryStats is a snapshot of a Memory's counters. Counters are read
@@ -97,6 +134,7 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 	share := o.Capacity / int64(o.Shards)
 	m := &Memory{
 		shards:   make([]memShard, o.Shards),
+		ctrs:     new([memStripes]memCounters),
 		shift:    uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		seed:     maphash.MakeSeed(),
 		cap:      o.Capacity,
@@ -113,22 +151,21 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 	for i := range m.shards {
 		m.shards[i].init(m.cfg)
 	}
-	runtime.AddCleanup(m, memReleaseShards, m.shards)
+	runtime.AddCleanup(m, memUnmapShards, m.shards)
 	return m, nil
 }
 
-// memReleaseShards is Memory's cleanup: it unmaps what Close did not.
-func memReleaseShards(shards []memShard) {
+// memUnmapShards is Memory's cleanup: it unmaps every arena once no Get
+// can be reading one.
+func memUnmapShards(shards []memShard) {
 	for i := range shards {
-		s := &shards[i]
-		s.mu.Lock()
-		s.release()
-		s.mu.Unlock()
+		shards[i].arena.unmap()
 	}
 }
 
+// hash returns key's hash, never 0 (memTable's empty mark).
 func (m *Memory) hash(key []byte) uint64 {
-	return maphash.Bytes(m.seed, key) & m.hashMask
+	return max(maphash.Bytes(m.seed, key)&m.hashMask, 1)
 }
 
 func (m *Memory) shard(h uint64) *memShard {
@@ -138,33 +175,25 @@ func (m *Memory) shard(h uint64) *memShard {
 // Get looks key up. On a hit it appends the value to dst and returns the
 // extended slice, the entry's expiry (unix nanoseconds, 0 for none) and
 // true; it allocates nothing when cap(dst)-len(dst) ≥ len(value). On a miss
-// it returns dst unchanged, 0 and false.
+// it returns dst unchanged, 0 and false. Under S3-FIFO and FIFO a Get takes
+// no lock unless a writer is changing the same shard (optimisticGet).
 func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 	h := m.hash(key)
 	s := m.shard(h)
-	var st memGetStatus
-	if m.cfg.policy == memLRU {
-		s.mu.Lock()
-		value, expiry, st = s.get(h, key, dst)
-		if st == memGetExpired {
-			s.dropExpired(h)
-		}
-		s.mu.Unlock()
-	} else {
-		s.mu.RLock()
-		value, expiry, st = s.get(h, key, dst)
-		s.mu.RUnlock()
-		if st == memGetExpired {
-			s.mu.Lock()
-			s.dropExpired(h)
-			s.mu.Unlock()
-		}
+	st, done := memGetMiss, false
+	if m.cfg.policy != memLRU {
+		value, expiry, st, done = s.optimisticGet(h, key, dst)
 	}
+	if !done {
+		value, expiry, st = s.lockedGet(h, key, dst)
+	}
+	runtime.KeepAlive(m) // the cleanup unmaps the arena s reads
+	c := m.stripe()
 	if st != memGetHit {
-		s.misses.Add(1)
+		c.misses.Add(1)
 		return dst, 0, false
 	}
-	s.hits.Add(1)
+	c.hits.Add(1)
 	return value, expiry, true
 }
 
@@ -180,8 +209,8 @@ func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
 	}
 	h := m.hash(key)
 	s := m.shard(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockW()
+	defer s.unlockW()
 	ok := s.set(h, key, value, exp)
 	if ok {
 		s.sets.Add(1)
@@ -203,8 +232,8 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 	}
 	h := m.hash(key)
 	s := m.shard(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockW()
+	defer s.unlockW()
 	if s.closed {
 		return false
 	}
@@ -216,7 +245,8 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 		return false
 	}
 	s.sets.Add(1)
-	s.slot(s.index[h].slot()).clean = true
+	_, r, _ := s.index(h)
+	s.slot(r.slot()).clean = true
 	return true
 }
 
@@ -225,8 +255,8 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 func (m *Memory) Delete(key []byte) bool {
 	h := m.hash(key)
 	s := m.shard(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockW()
+	defer s.unlockW()
 	if s.closed {
 		return false
 	}
@@ -263,10 +293,12 @@ func (m *Memory) Capacity() int64 { return m.cap }
 // Stats returns a snapshot of the counters.
 func (m *Memory) Stats() MemoryStats {
 	st := MemoryStats{Capacity: m.cap}
+	for i := range m.ctrs {
+		st.Hits += m.ctrs[i].hits.Load()
+		st.Misses += m.ctrs[i].misses.Load()
+	}
 	for i := range m.shards {
 		s := &m.shards[i]
-		st.Hits += s.hits.Load()
-		st.Misses += s.misses.Load()
 		st.Sets += s.sets.Load()
 		st.Refused += s.refused.Load()
 		st.Evictions += s.evictions.Load()
@@ -282,6 +314,14 @@ func (m *Memory) Stats() MemoryStats {
 // Set refuses and Delete does nothing. It never fails; the error is for the
 // owner's uniform Close chain.
 func (m *Memory) Close() error {
-	memReleaseShards(m.shards)
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		if !s.closed {
+			s.seq.Add(1) // odd for good: lock-free readers take the lock and see closed
+			s.release()
+		}
+		s.mu.Unlock()
+	}
 	return nil
 }

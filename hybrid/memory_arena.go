@@ -18,17 +18,34 @@ import (
 // honest. Blocks handed out fresh from a chunk, and chains freed whole, are
 // mostly contiguous, so copies run over spans of many blocks at once.
 //
-// memArena is not safe for concurrent use: the shard lock guards it (reads
-// under the read lock, allocation and freeing under the write lock).
+// Lock-free readers. The shard's byte bound caps the blocks in use at
+// share/(block+4), so the arena sizes its chunk table and next array for
+// that many once, at construction, and never moves them: chunk pointers are
+// published atomically as chunks are mapped, next lives off-heap beside the
+// chunks (mapped lazily, untouched pages cost nothing), and nothing is
+// unmapped before the Memory is unreachable (Close only gives the pages
+// back: see drop). A reader racing a writer may therefore read stale or
+// half-written bytes, which the shard's sequence counter makes it discard,
+// but never an address outside a mapping: every accessor below checks its
+// block number against the fixed bounds and returns nil rather than index
+// out of range. Allocation and freeing need the shard's write lock.
 type memArena struct {
-	bs         int  // block size in bytes, a power of two
-	bsShift    uint // log2(bs)
-	chunkShift uint // log2(blocks per chunk)
-	chunks     [][]byte
-	next       []uint32 // per block: successor in its chain or in the free list
-	free       uint32   // head of the free list, memNil when empty
-	nfree      int      // blocks in the free list
-	fresh      uint32   // blocks ever handed out (the rest of the chunks is untouched)
+	bs         int                    // block size in bytes, a power of two
+	bsShift    uint                   // log2(bs)
+	chunkShift uint                   // log2(blocks per chunk)
+	chunks     []atomic.Pointer[byte] // fixed length; nil until mapped
+	nchunks    int                    // chunks mapped (the writer's)
+	next       []uint32               // per block: successor in its chain or in the free list
+	nextMem    []byte                 // the mapping behind next
+	free       uint32                 // head of the free list, memNil when empty
+	nfree      int                    // blocks in the free list
+	fresh      uint32                 // blocks ever handed out (the rest of the chunks is untouched)
+	dropped    bool                   // drop ran: allocate nothing more
+	// offHeap is set while every mapping came from mmap: only then may
+	// readers skip the lock (heap bytes read racily would be data races
+	// under the race detector's eyes, and are formally so under Go's
+	// memory model).
+	offHeap atomic.Bool
 }
 
 // memNil marks the end of a chain or list of blocks or slots.
@@ -41,7 +58,8 @@ const (
 	memMaxChunk = 1 << 20
 )
 
-func newMemArena(blockSize int, share int64) memArena {
+// init sets up an empty arena for a shard of share bytes.
+func (a *memArena) init(blockSize int, share int64) {
 	chunk := memMinChunk
 	for chunk < memMaxChunk && int64(chunk) < share {
 		chunk <<= 1
@@ -49,14 +67,22 @@ func newMemArena(blockSize int, share int64) memArena {
 	if chunk < blockSize {
 		chunk = blockSize
 	}
-	a := memArena{bs: blockSize, free: memNil}
+	a.bs, a.free = blockSize, memNil
 	for 1<<a.bsShift < blockSize {
 		a.bsShift++
 	}
 	for 1<<(a.bsShift+a.chunkShift) < chunk {
 		a.chunkShift++
 	}
-	return a
+	// Every block in use is charged at least bs+4 bytes of the share.
+	perChunk := int64(1) << a.chunkShift
+	maxBlocks := share/int64(blockSize+4) + 1
+	maxChunks := min((maxBlocks+perChunk-1)/perChunk, int64(memNil)>>a.chunkShift)
+	a.chunks = make([]atomic.Pointer[byte], maxChunks)
+	var off bool
+	a.nextMem, off = memMapChunk(int(maxChunks*perChunk) * 4)
+	a.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(a.nextMem))), maxChunks*perChunk)
+	a.offHeap.Store(off)
 }
 
 // alloc takes n blocks, chains them and returns the first and last (memNil,
@@ -103,7 +129,7 @@ func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
 // takeFresh returns a block never handed out before, mapping a chunk when
 // the mapped ones are used up.
 func (a *memArena) takeFresh() (uint32, bool) {
-	if int(a.fresh) == len(a.chunks)<<a.chunkShift {
+	if int(a.fresh) == a.nchunks<<a.chunkShift {
 		if !a.grow() {
 			return memNil, false
 		}
@@ -114,15 +140,15 @@ func (a *memArena) takeFresh() (uint32, bool) {
 }
 
 func (a *memArena) grow() bool {
-	if uint64(len(a.chunks)+1)<<a.chunkShift >= uint64(memNil) {
+	if a.dropped || a.nchunks == len(a.chunks) {
 		return false
 	}
-	c, err := memMapChunk(1 << (a.bsShift + a.chunkShift))
-	if err != nil {
-		return false
+	c, off := memMapChunk(1 << (a.bsShift + a.chunkShift))
+	if !off {
+		a.offHeap.Store(false)
 	}
-	a.chunks = append(a.chunks, c)
-	a.next = append(a.next, make([]uint32, 1<<a.chunkShift)...)
+	a.chunks[a.nchunks].Store(unsafe.SliceData(c))
+	a.nchunks++
 	return true
 }
 
@@ -138,12 +164,30 @@ func (a *memArena) release(first, last uint32, n int) {
 	a.nfree += n
 }
 
+// chunkBytes returns the size of every chunk.
+func (a *memArena) chunkBytes() int { return 1 << (a.bsShift + a.chunkShift) }
+
+// chunk returns chunk ci, nil if it is out of range or not mapped yet.
+func (a *memArena) chunk(ci uint32) []byte {
+	if int(ci) >= len(a.chunks) {
+		return nil
+	}
+	p := a.chunks[ci].Load()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, a.chunkBytes())
+}
+
 // span returns the bytes of the longest run of physically contiguous blocks
 // of a chain starting at block b, at most limit bytes, and the block that
-// follows the run in the chain.
+// follows the run in the chain; nil if b is not a mapped block.
 func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
+	c := a.chunk(b >> a.chunkShift)
+	if c == nil || limit <= 0 {
+		return nil, memNil
+	}
 	chunkMask := uint32(1)<<a.chunkShift - 1
-	c := a.chunks[b>>a.chunkShift]
 	off := int(b&chunkMask) << a.bsShift
 	n := a.bs
 	for n < limit && a.next[b] == b+1 && (b+1)&chunkMask != 0 {
@@ -159,35 +203,41 @@ func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
 // memHeader opens an entry's first block: what a hit needs, so that a hit
 // reads the index and then this one block, never the slot. It sits at
 // offset 0 of a block (blocks are ≥ 64 bytes and 64-byte aligned), so it
-// never straddles two blocks and its atomic word is aligned.
+// never straddles two blocks.
 type memHeader struct {
 	expiry int64  // unix nanoseconds, 0 for none
 	klen   uint32 // key bytes after the header
 	vlen   uint32 // value bytes after the key
-	// freq is S3-FIFO's hit count (see memSlot), bumped under the read lock.
-	freq atomic.Uint32
 	// contig is 1 when the chain is one run of consecutive blocks in one
 	// chunk, so that header, key and value are one slice (see run).
 	contig uint32
+	_      uint32 // was the hit count, now in the index (memRef.freq)
 }
 
 // memHeaderSize is the bytes the header takes in front of the key.
 const memHeaderSize = int(unsafe.Sizeof(memHeader{}))
 
-// header returns the header in block b. The arena memory holds no Go
-// pointers, and the chunk outlives every use (chunks are freed only by
-// releaseAll, under the shard's write lock).
+// header returns the header in block b, nil if b is not a mapped block. The
+// arena memory holds no Go pointers, and a chunk outlives every use.
 func (a *memArena) header(b uint32) *memHeader {
-	c := a.chunks[b>>a.chunkShift]
+	c := a.chunk(b >> a.chunkShift)
+	if c == nil {
+		return nil
+	}
 	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
 	return (*memHeader)(unsafe.Pointer(&c[off]))
 }
 
-// run returns the n bytes starting at block b. REQUIRES: the chain from b
-// is contiguous (memHeader.contig) and at least n bytes long.
+// run returns the n bytes starting at block b, nil if they would pass the
+// end of b's chunk or b is not mapped. REQUIRES (for the bytes to be the
+// entry's): the chain from b is contiguous (memHeader.contig) and at least
+// n bytes long.
 func (a *memArena) run(b uint32, n int) []byte {
-	c := a.chunks[b>>a.chunkShift]
+	c := a.chunk(b >> a.chunkShift)
 	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
+	if c == nil || n < 0 || n > len(c)-off {
+		return nil
+	}
 	return c[off : off+n : off+n]
 }
 
@@ -206,12 +256,26 @@ func (a *memArena) contiguous(first uint32, n int) bool {
 	return true
 }
 
-// releaseAll unmaps every chunk; the arena is unusable afterwards.
-func (a *memArena) releaseAll() {
-	for _, c := range a.chunks {
-		memUnmapChunk(c)
+// drop forgets every block and gives the pages back to the kernel, keeping
+// the mappings for readers that may still hold an address (they read
+// zeros); the arena allocates nothing afterwards. REQUIRES: write lock.
+func (a *memArena) drop() {
+	for ci := range a.nchunks {
+		memDropChunk(a.chunk(uint32(ci)))
 	}
-	a.chunks, a.next, a.free, a.nfree, a.fresh = nil, nil, memNil, 0, 0
+	memDropChunk(a.nextMem)
+	a.free, a.nfree, a.fresh = memNil, 0, 0
+	a.dropped = true
+}
+
+// unmap releases every mapping. Only once no reader can run: from the
+// Memory's cleanup, when it is unreachable.
+func (a *memArena) unmap() {
+	for ci := range a.nchunks {
+		memUnmapChunk(a.chunk(uint32(ci)))
+	}
+	memUnmapChunk(a.nextMem)
+	a.chunks, a.nchunks, a.next, a.nextMem = nil, 0, nil, nil
 }
 
 // memCursor reads or writes an entry's byte stream (key then value) across

@@ -39,7 +39,7 @@ func (s *memShard) check() error {
 			if sl.prev != prev || int(sl.queue) != qi {
 				return fmt.Errorf("queue %d slot %d: prev %d want %d, queue %d", qi, i, sl.prev, prev, sl.queue)
 			}
-			if v, ok := s.index[sl.hash]; !ok || v != memRefOf(i, sl.first) {
+			if _, v, ok := s.index(sl.hash); !ok || v.withFreq(0) != memRefOf(i, sl.first) {
 				return fmt.Errorf("slot %d: index[%x] = %#x, %v", i, sl.hash, v, ok)
 			}
 			if err := s.checkChain(sl); err != nil {
@@ -62,14 +62,9 @@ func (s *memShard) check() error {
 	if s.cfg.policy != memS3FIFO && s.q[memQSmall].n != 0 {
 		return fmt.Errorf("policy %d uses the small queue", s.cfg.policy)
 	}
-	live := 0
-	for _, v := range s.index {
-		if v != memGhostRef && v.ghost() {
-			return fmt.Errorf("ghost index value %#x", v)
-		}
-		if !v.ghost() {
-			live++
-		}
+	live, err := s.checkTable()
+	if err != nil {
+		return err
 	}
 	switch {
 	case count != s.count || live != count:
@@ -112,10 +107,40 @@ func (s *memShard) checkHeader(sl *memSlot) error {
 		return fmt.Errorf("header %d/%d/%d/%d, slot %d/%d/%d, contiguous %d",
 			hd.expiry, hd.klen, hd.vlen, hd.contig, sl.expiry, sl.klen, sl.vlen, contig)
 	}
-	if f := hd.freq.Load(); f > memMaxFreq {
-		return fmt.Errorf("freq %d", f)
-	}
 	return nil
+}
+
+// checkTable verifies the index table: every pair reachable by a probe from
+// its home, refs well formed, the used count right. It returns the live
+// (non-ghost) pairs.
+func (s *memShard) checkTable() (live int, err error) {
+	t := s.tab.Load()
+	used := 0
+	for i := range t.n {
+		h := t.words[2*i]
+		if h == 0 {
+			continue
+		}
+		used++
+		if pos, _, ok := t.find(h); !ok || pos != i {
+			return 0, fmt.Errorf("table: hash %x at %d found at %d, %v", h, i, pos, ok)
+		}
+		v := t.ref(i)
+		if v.ghost() {
+			if v != memGhostRef {
+				return 0, fmt.Errorf("ghost index value %#x", v)
+			}
+			continue
+		}
+		if s.slot(v.slot()).hash != h {
+			return 0, fmt.Errorf("table: hash %x points at slot %d of hash %x", h, v.slot(), s.slot(v.slot()).hash)
+		}
+		live++
+	}
+	if used != t.used {
+		return 0, fmt.Errorf("table: %d pairs, used %d", used, t.used)
+	}
+	return live, nil
 }
 
 // memQueueOf returns the queue holding key, or -1.

@@ -32,19 +32,18 @@ func (s *memShard) victim() (uint32, bool) {
 		}
 		if small.n > 0 && (main.n == 0 || small.bytes*100 > s.cfg.share*memSmallPercent) {
 			i := small.tail
-			freq := &s.arena.header(s.slot(i).first).freq
-			if freq.Load() == 0 {
+			pos, r := s.refOf(i)
+			if r.freq() == 0 {
 				return i, true
 			}
-			freq.Store(0)
+			s.tab.Load().setRef(pos, r.withFreq(0))
 			s.unlink(i)
 			s.pushHead(memQMain, i)
 			continue
 		}
 		i := main.tail
-		freq := &s.arena.header(s.slot(i).first).freq
-		if f := freq.Load(); f > 0 {
-			freq.Store(f - 1)
+		if pos, r := s.refOf(i); r.freq() > 0 {
+			s.tab.Load().setRef(pos, r.withFreq(r.freq()-1))
 			s.unlink(i)
 			s.pushHead(memQMain, i)
 			continue
@@ -102,8 +101,8 @@ func (s *memShard) addGhost(h uint64) {
 	}
 	g.ring[(g.head+g.n)%len(g.ring)] = h
 	g.n++
-	if _, live := s.index[h]; !live {
-		s.index[h] = memGhostRef
+	if _, _, live := s.index(h); !live {
+		s.indexPut(h, memGhostRef)
 	}
 }
 
@@ -112,8 +111,8 @@ func (s *memShard) popGhost() {
 	h := g.ring[g.head]
 	g.head = (g.head + 1) % len(g.ring)
 	g.n--
-	if v, ok := s.index[h]; ok && v == memGhostRef {
-		delete(s.index, h)
+	if pos, v, ok := s.index(h); ok && v == memGhostRef {
+		s.tab.Load().del(pos)
 	}
 }
 

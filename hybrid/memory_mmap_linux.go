@@ -5,20 +5,29 @@ package hybrid
 import "syscall"
 
 // memMapChunk returns size bytes of anonymous, private memory outside the Go
-// heap: the garbage collector neither scans it nor counts it towards GOGC's
-// target, and untouched pages cost no RAM. It falls back to the heap when
-// the kernel refuses the mapping.
-func memMapChunk(size int) ([]byte, error) {
+// heap, and true: the garbage collector neither scans it nor counts it
+// towards GOGC's target, untouched pages cost no RAM, and the race detector
+// does not watch it (the lock-free hit path relies on that: see
+// memShard.optimisticGet). It falls back to the heap, and false, when the
+// kernel refuses the mapping.
+func memMapChunk(size int) ([]byte, bool) {
 	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
 		syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
-		return make([]byte, size), nil
+		return make([]byte, size), false
 	}
-	return b, nil
+	return b, true
 }
 
-// memUnmapChunk gives a chunk from memMapChunk back. Heap fallbacks are left
-// to the garbage collector (munmap refuses them: EINVAL is ignored).
+// memDropChunk gives a mapped chunk's pages back to the kernel but keeps the
+// mapping, so that a lock-free reader still holding an address reads zeros,
+// never faults.
+func memDropChunk(b []byte) {
+	_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
+}
+
+// memUnmapChunk unmaps a chunk from memMapChunk. Heap fallbacks are left to
+// the garbage collector (munmap refuses them: EINVAL is ignored).
 func memUnmapChunk(b []byte) {
 	_ = syscall.Munmap(b)
 }

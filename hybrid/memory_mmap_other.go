@@ -2,11 +2,13 @@
 
 package hybrid
 
-// memMapChunk returns size bytes from the heap. A []byte holds no pointers,
-// so the garbage collector does not scan it, though it counts towards GOGC.
-func memMapChunk(size int) ([]byte, error) {
-	return make([]byte, size), nil
+// memMapChunk returns size bytes from the heap, and false (not off-heap). A
+// []byte holds no pointers, so the garbage collector does not scan it,
+// though it counts towards GOGC.
+func memMapChunk(size int) ([]byte, bool) {
+	return make([]byte, size), false
 }
 
-// memUnmapChunk leaves the chunk to the garbage collector.
+// memDropChunk and memUnmapChunk leave the chunk to the garbage collector.
+func memDropChunk([]byte)  {}
 func memUnmapChunk([]byte) {}

@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,18 +25,35 @@ type memSlot struct {
 	clean  bool   // a copy of what a lower tier holds: not offered to OnEvict
 }
 
-// memRef is an index value: the slot number in the low 32 bits (or
-// memGhostBit alone for a ghost) and the entry's first block in the high 32
-// bits. A hit goes from the index straight to the block (issue 4: three
-// dependent cache misses per hit became two).
+// memRef is an index value: the entry's first block in the high 32 bits;
+// in the low 32 its slot number (memRefSlotBits), its S3-FIFO hit count
+// (memRefFreqShift, 0..memMaxFreq) and memGhostBit, which alone marks a
+// ghost. A hit goes from the index straight to the block (issue 4: three
+// dependent cache misses per hit became two), and bumps the count in the
+// index word it already holds (see memTable for why it lives there).
 type memRef uint64
 
 const memGhostRef = memRef(memGhostBit)
 
+const (
+	memRefSlotBits  = 29
+	memRefSlotMask  = 1<<memRefSlotBits - 1
+	memRefFreqShift = memRefSlotBits
+	// memMaxSlots bounds a shard's slots so that a slot number fits its
+	// field; at the smallest charge per entry that is over 100 GiB a shard.
+	memMaxSlots = memRefSlotMask
+)
+
 func memRefOf(slot, block uint32) memRef { return memRef(block)<<32 | memRef(slot) }
-func (r memRef) slot() uint32            { return uint32(r) }
+func (r memRef) slot() uint32            { return uint32(r) & memRefSlotMask }
 func (r memRef) block() uint32           { return uint32(r >> 32) }
 func (r memRef) ghost() bool             { return uint32(r)&memGhostBit != 0 }
+func (r memRef) freq() uint32            { return uint32(r) >> memRefFreqShift & memMaxFreq }
+
+// withFreq returns r with hit count f (0..memMaxFreq).
+func (r memRef) withFreq(f uint32) memRef {
+	return r&^(memMaxFreq<<memRefFreqShift) | memRef(f)<<memRefFreqShift
+}
 
 // Queues. FIFO and LRU keep every entry in memQMain.
 const (
@@ -58,11 +76,12 @@ const (
 )
 
 // memEntryOverhead is the fixed charge per entry on top of its blocks
-// (which hold the memHeader too): the 48-byte slot, its index map entry and, for S3-FIFO, the ghost that may
-// outlive it (an 8-byte ring cell and another map entry). A Swiss map costs
-// 17 bytes per slot at 7/16 to 7/8 load, so the two map entries cost 39-78
-// bytes. TestMemoryOverhead measures the heap really used per entry (120-135
-// bytes across sizes with a full ghost) and fails if it exceeds this figure.
+// (which hold the memHeader too): the 48-byte slot, its index pair and, for
+// S3-FIFO, the ghost that may outlive it (an 8-byte ring cell and another
+// pair). A memTable pair costs 16 bytes at 1/2 to 3/4 load, so the two
+// cost 43-64 bytes. TestMemoryOverhead measures the heap really used per
+// entry (110 bytes with a full ghost; 144 with the Swiss map before) and
+// fails if it exceeds this figure.
 const memEntryOverhead = 144
 
 // memQueue is a doubly linked list of slots: head is the newest, tail the
@@ -104,9 +123,14 @@ type memConfig struct {
 
 // memShard is one independently locked part of a Memory.
 type memShard struct {
-	mu       sync.RWMutex
+	mu sync.RWMutex
+	// seq is odd while a writer changes the table or the arena, and moves
+	// on with every such change: a lock-free reader that sees the same even
+	// value before and after its reads saw no change (see optimisticGet).
+	// Close leaves it odd for good.
+	seq      atomic.Uint64
+	tab      atomic.Pointer[memTable] // hash → ref; replaced whole as it grows
 	cfg      *memConfig
-	index    map[uint64]memRef // hash → slot and first block, or memGhostRef
 	pages    [][]memSlot
 	nslots   uint32 // slots ever handed out
 	freeSlot uint32 // head of the free slot list
@@ -118,18 +142,20 @@ type memShard struct {
 	closed   bool
 	scratch  []byte // gathers an evicted key that spans blocks (see evicted)
 
-	// Read without the lock by Len, Bytes and Stats.
-	usedA, countA                                       atomic.Int64
-	hits, misses, sets, refused, evictions, expirations atomic.Uint64
-	valueCopies                                         atomic.Uint64
-	_                                                   [64]byte // keep neighbours' hot words apart
+	// Read without the lock by Len, Bytes and Stats. Hits and misses are
+	// counted in Memory.ctrs, striped so that hits on one shard from many
+	// goroutines do not all write one cache line.
+	usedA, countA                         atomic.Int64
+	sets, refused, evictions, expirations atomic.Uint64
+	valueCopies                           atomic.Uint64
+	_                                     [64]byte // keep neighbours' hot words apart
 }
 
 func (s *memShard) init(cfg *memConfig) {
 	s.cfg = cfg
-	s.index = make(map[uint64]memRef)
+	s.tab.Store(newMemTable(memTableMinSlots))
 	s.freeSlot = memNil
-	s.arena = newMemArena(cfg.block, cfg.share)
+	s.arena.init(cfg.block, cfg.share)
 	for i := range s.q {
 		s.q[i] = memQueue{head: memNil, tail: memNil}
 	}
@@ -158,47 +184,84 @@ func (s *memShard) blocksOf(sl *memSlot) int {
 	return s.cfg.blocks(int(sl.klen) + int(sl.vlen))
 }
 
-// find returns the index value and header of key's live entry under hash
-// h. It reads the index and the entry's first block (all of the entry when
-// it is contiguous), not the slot. REQUIRES: s.mu held.
-func (s *memShard) find(h uint64, key []byte) (memRef, *memHeader, bool) {
-	r, ok := s.index[h]
+// lockW takes the write lock and marks the shard as changing for
+// lock-free readers; unlockW undoes both.
+func (s *memShard) lockW() {
+	s.mu.Lock()
+	s.seq.Add(1)
+}
+
+func (s *memShard) unlockW() {
+	s.seq.Add(1)
+	s.mu.Unlock()
+}
+
+// index returns the position and ref of hash h in the current table.
+// REQUIRES: s.mu held.
+func (s *memShard) index(h uint64) (uint64, memRef, bool) {
+	return s.tab.Load().find(h)
+}
+
+// indexPut sets h → r, growing the table first if it is full.
+// REQUIRES: s.mu held for writing.
+func (s *memShard) indexPut(h uint64, r memRef) {
+	t := s.tab.Load()
+	if t.full() {
+		t = t.grown()
+		s.tab.Store(t)
+	}
+	t.put(h, r)
+}
+
+// find returns the position and ref of key's live entry under hash h and
+// its header. It reads the index and the entry's first block (all of the
+// entry when it is contiguous), not the slot. It runs under s.mu or, from
+// optimisticGet, racing a writer: then any bytes it reads may be torn, so
+// it checks every length against the arena's bounds and answers
+// "not found" rather than fault; the caller discards the answer.
+func (s *memShard) find(h uint64, key []byte) (uint64, memRef, *memHeader, bool) {
+	pos, r, ok := s.index(h)
 	if !ok || r.ghost() {
-		return 0, nil, false
+		return 0, 0, nil, false
 	}
 	hd := s.arena.header(r.block())
-	if int(hd.klen) != len(key) {
-		return 0, nil, false
+	if hd == nil || int(hd.klen) != len(key) ||
+		int64(memHeaderSize)+int64(hd.klen)+int64(hd.vlen) > s.cfg.maxEntry {
+		return 0, 0, nil, false
 	}
 	if hd.contig != 0 {
-		p := s.arena.run(r.block(), memHeaderSize+len(key))
-		return r, hd, string(p[memHeaderSize:]) == string(key)
+		p := s.arena.run(r.block(), memHeaderSize+len(key)+int(hd.vlen))
+		return pos, r, hd, p != nil && string(p[memHeaderSize:memHeaderSize+len(key)]) == string(key)
 	}
 	c := s.arena.cursor(r.block(), memHeaderSize+len(key))
 	c.skip(memHeaderSize)
-	return r, hd, c.equal(key)
+	return pos, r, hd, c.equal(key)
 }
 
 // lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
 func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
-	r, _, ok := s.find(h, key)
+	_, r, _, ok := s.find(h, key)
 	if !ok {
 		return 0, nil, false
 	}
 	return r.slot(), s.slot(r.slot()), true
 }
 
-// appendValue appends the value of the entry starting at block b to dst.
-// REQUIRES: s.mu held.
-func (s *memShard) appendValue(dst []byte, b uint32, hd *memHeader) []byte {
-	k, n := memHeaderSize+int(hd.klen), int(hd.vlen)
+// appendValue appends the vlen value bytes of the entry starting at block
+// b to dst; find has checked that a contiguous entry's bytes are in range
+// and that vlen is bounded.
+func (s *memShard) appendValue(dst []byte, b uint32, hd *memHeader, vlen int) []byte {
+	k := memHeaderSize + int(hd.klen)
 	if hd.contig != 0 {
-		return append(dst, s.arena.run(b, k+n)[k:]...)
+		if p := s.arena.run(b, k+vlen); p != nil {
+			return append(dst, p[k:]...)
+		}
+		return dst
 	}
-	dst = slices.Grow(dst, n)
-	c := s.arena.cursor(b, k+n)
+	dst = slices.Grow(dst, vlen)
+	c := s.arena.cursor(b, k+vlen)
 	c.skip(k)
-	return c.appendTo(dst, n)
+	return c.appendTo(dst, vlen)
 }
 
 // newSlot returns a free slot number, growing the pages if needed.
@@ -206,6 +269,9 @@ func (s *memShard) newSlot() uint32 {
 	if i := s.freeSlot; i != memNil {
 		s.freeSlot = s.slot(i).next
 		return i
+	}
+	if s.nslots == memMaxSlots {
+		return memNil
 	}
 	if s.nslots&memSlotPageMask == 0 {
 		s.pages = append(s.pages, make([]memSlot, 1<<memSlotPageShift))
@@ -251,8 +317,8 @@ func (s *memShard) remove(i uint32) {
 	s.unlink(i)
 	charge := s.chargeOf(sl)
 	s.arena.release(sl.first, sl.last, s.blocksOf(sl))
-	if v, ok := s.index[sl.hash]; ok && !v.ghost() && v.slot() == i {
-		delete(s.index, sl.hash)
+	if pos, v, ok := s.index(sl.hash); ok && !v.ghost() && v.slot() == i {
+		s.tab.Load().del(pos)
 	}
 	*sl = memSlot{queue: memQFree, next: s.freeSlot}
 	s.freeSlot = i
@@ -280,6 +346,10 @@ func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, f
 		return false
 	}
 	i := s.newSlot()
+	if i == memNil {
+		s.arena.release(first, last, blocks)
+		return false
+	}
 	sl := s.slot(i)
 	sl.hash, sl.expiry, sl.first, sl.last = h, expiry, first, last
 	sl.klen, sl.vlen = uint32(len(key)), uint32(len(value))
@@ -289,13 +359,12 @@ func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, f
 	if s.arena.contiguous(first, blocks) {
 		hd.contig = 1
 	}
-	hd.freq.Store(freq)
 	c := s.arena.cursor(first, memHeaderSize+n)
 	c.skip(memHeaderSize)
 	c.write(key)
 	c.write(value)
 	s.pushHead(qi, i)
-	s.index[h] = memRefOf(i, first)
+	s.indexPut(h, memRefOf(i, first).withFreq(freq))
 	s.used += charge
 	s.count++
 	s.usedA.Store(s.used)
@@ -312,23 +381,78 @@ const (
 )
 
 // get looks key up and, on a live hit, records the hit and appends the
-// value to dst. REQUIRES: s.mu held (for writing under LRU).
+// value to dst. It runs under s.mu (for writing under LRU) or from
+// optimisticGet (see find).
 func (s *memShard) get(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
-	r, hd, ok := s.find(h, key)
+	pos, r, hd, ok := s.find(h, key)
 	if !ok {
 		return dst, 0, memGetMiss
 	}
-	if hd.expiry != 0 && hd.expiry <= s.cfg.now() {
+	exp, vlen := hd.expiry, int(hd.vlen)
+	if exp != 0 && exp <= s.cfg.now() {
 		return dst, 0, memGetExpired
 	}
-	s.hit(r.slot(), hd)
-	return s.appendValue(dst, r.block(), hd), hd.expiry, memGetHit
+	s.hit(pos, r)
+	return s.appendValue(dst, r.block(), hd, vlen), exp, memGetHit
+}
+
+// memOptimistic enables lock-free hits (optimisticGet). They rely on loads
+// not being reordered with each other, which amd64 gives every load and Go
+// gives only atomic loads elsewhere; other architectures take the read
+// lock.
+const memOptimistic = runtime.GOARCH == "amd64"
+
+// optimisticGet is a hit's path without the lock (S3-FIFO and FIFO): read
+// seq, look up and copy the value out, read seq again. If seq moved, a
+// writer ran meanwhile and what was read may be torn, so it is thrown away.
+// done reports whether the answer stands; if not (a writer kept interfering,
+// the entry expired and must be dropped, or the arena is on the heap, where
+// racy reads would be data races) the caller takes the lock. A hit thus
+// writes nothing shared but the entry's hit count, and only until it
+// reaches its cap: no lock word, no reader count.
+func (s *memShard) optimisticGet(h uint64, key, dst []byte) (v []byte, exp int64, st memGetStatus, done bool) {
+	if !memOptimistic || !s.arena.offHeap.Load() {
+		return dst, 0, memGetMiss, false
+	}
+	for range 2 {
+		seq := s.seq.Load()
+		if seq&1 != 0 {
+			break
+		}
+		v, exp, st = s.get(h, key, dst)
+		if s.seq.Load() == seq && st != memGetExpired {
+			return v, exp, st, true
+		}
+	}
+	return dst, 0, memGetMiss, false
+}
+
+// lockedGet is get under the lock, dropping an expired entry it finds.
+func (s *memShard) lockedGet(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
+	if s.cfg.policy == memLRU {
+		s.lockW()
+		defer s.unlockW()
+		v, exp, st := s.get(h, key, dst)
+		if st == memGetExpired {
+			s.dropExpired(h)
+		}
+		return v, exp, st
+	}
+	s.mu.RLock()
+	v, exp, st := s.get(h, key, dst)
+	s.mu.RUnlock()
+	if st == memGetExpired {
+		s.lockW()
+		s.dropExpired(h)
+		s.unlockW()
+	}
+	return v, exp, st
 }
 
 // dropExpired removes the entry under h if it is (still) expired.
 // REQUIRES: s.mu held for writing.
 func (s *memShard) dropExpired(h uint64) {
-	r, ok := s.index[h]
+	_, r, ok := s.index(h)
 	if !ok || r.ghost() {
 		return
 	}
@@ -346,12 +470,11 @@ func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
 		return false
 	}
 	qi, freq := uint8(memQSmall), uint32(0)
-	if v, ok := s.index[h]; ok {
+	if _, v, ok := s.index(h); ok {
 		if v.ghost() {
 			qi = memQMain
 		} else {
-			old := s.slot(v.slot())
-			qi, freq = old.queue, s.arena.header(v.block()).freq.Load()
+			qi, freq = s.slot(v.slot()).queue, v.freq()
 			s.remove(v.slot())
 		}
 	}
@@ -370,28 +493,39 @@ func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
 
 const memMaxLen = 1<<32 - 1
 
-// hit records a hit on slot i, whose header is hd, under the read lock
-// (S3-FIFO, FIFO) or moves it to the head (LRU, which holds the write lock).
-func (s *memShard) hit(i uint32, hd *memHeader) {
+// hit records a hit on the entry whose index pair is at pos with ref r:
+// S3-FIFO bumps the count in the ref (lock-free; see memTable), LRU moves
+// the entry to the head (it holds the write lock), FIFO does nothing.
+func (s *memShard) hit(pos uint64, r memRef) {
 	switch s.cfg.policy {
 	case memS3FIFO:
-		// Load first: a hot entry at the cap costs no write to its line.
-		if f := hd.freq.Load(); f < memMaxFreq {
-			hd.freq.CompareAndSwap(f, f+1)
+		// r was loaded already: a hot entry at the cap costs no write.
+		if f := r.freq(); f < memMaxFreq {
+			s.tab.Load().casRef(pos, r, r.withFreq(f+1))
 		}
 	case memLRU:
-		if s.q[memQMain].head != i {
+		if i := r.slot(); s.q[memQMain].head != i {
 			s.unlink(i)
 			s.pushHead(memQMain, i)
 		}
 	}
 }
 
-// release gives back everything the shard holds. REQUIRES: s.mu held.
+// refOf returns the index position and ref of the live entry in slot i.
+// REQUIRES: s.mu held for writing; slot i is live.
+func (s *memShard) refOf(i uint32) (uint64, memRef) {
+	pos, r, _ := s.index(s.slot(i).hash)
+	return pos, r
+}
+
+// release drops everything the shard holds and gives the arena's pages
+// back; the mappings stay until the Memory is unreachable (see memArena).
+// REQUIRES: s.mu held for writing.
 func (s *memShard) release() {
 	s.closed = true
-	s.arena.releaseAll()
-	s.index, s.pages, s.scratch = nil, nil, nil
+	s.arena.drop()
+	s.tab.Store(newMemTable(memTableMinSlots))
+	s.pages, s.scratch = nil, nil
 	s.ghost = memGhost{}
 	s.nslots, s.freeSlot, s.used, s.count = 0, memNil, 0, 0
 	s.q = [2]memQueue{{head: memNil, tail: memNil}, {head: memNil, tail: memNil}}
