@@ -138,7 +138,9 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 		c.disk.Insert(key, value, expiry)
 		return
 	}
-	if !c.mem.Set(key, value, expiry) {
+	stored := c.mem.Set(key, value, expiry)
+	c.disk.kick() // the flushers the eviction hook queued for (onEvict)
+	if !stored {
 		// Too big for memory: straight to disk, which supersedes (or, if
 		// refused, hides) an older copy there.
 		c.c.directToDisk.Add(1)
@@ -160,9 +162,10 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 // the key and size first, and only then copies the value, once, from the
 // memory tier's blocks into its write queue (issue 4: gathering every
 // evicted value before admission refused about half of them took 15% of
-// the process's CPU).
+// the process's CPU). The flusher is not woken under the lock: every call
+// that may evict (Insert, promote) kicks the engine after it.
 func (c *Cache) onEvict(ev Evicted) {
-	if c.disk.InsertFrom(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
+	if c.disk.insertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
 		c.c.evictedToDisk.Add(1)
 	}
 }
@@ -184,18 +187,32 @@ func (c *Cache) Remove(key []byte) {
 // the fetch goes on for the others, on its own context bounded by
 // Options.FetchTimeout. A failed fetch is returned to every caller waiting
 // for it and nothing is cached.
+//
+// A leading caller whose ctx can never end (ctx.Done() is nil, as for
+// context.Background) runs fetch itself, in its own goroutine, and returns
+// only once no other caller still reads the value fetch returned: from
+// then on the cache holds no reference to it, and the caller may reuse the
+// buffer for its next fetch.
 func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc) ([]byte, Tier, error) {
+	h := xxhash.Sum64(key)
+	since := c.fetch.mark(h)
 	if v, tier, ok := c.Get(key, dst); ok {
 		return v, tier, nil
 	}
 	if c.closed.Load() {
 		return dst, TierMiss, ErrClosed
 	}
-	call, leader := c.fetch.do(xxhash.Sum64(key), key, c.refetch(key, fetch), c.Insert)
+	// A caller that cannot leave would only wait for the fetch's goroutine:
+	// it runs the fetch itself, with no goroutine to start and none to be
+	// scheduled before the fetch begins (issue 4: that hand-off was most
+	// of the miss latency's tail on a busy machine).
+	inline := ctx.Done() == nil
+	call, leader := c.fetch.do(h, key, since, c.refetch(key, fetch), c.Insert, inline)
 	if leader {
 		c.c.fetches.Add(1)
 	} else {
 		c.c.fetchWaits.Add(1)
+		defer call.readers.Done()
 	}
 	select {
 	case <-call.done:
@@ -212,13 +229,18 @@ func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc
 }
 
 // refetch wraps fetch so that the shared call first looks in the cache
-// again: another call for the key may have filled it between our miss and
-// the start of this one (groupcache's load does the same).
+// again when asked (recheck): another call for the key may have filled it
+// between our miss and the start of this one (groupcache's load does the
+// same). fetchGroup.do asks only if a call of the key's shard ended since
+// the miss: nearly never, which spares the miss path a second lookup of
+// both tiers.
 func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
 	k := append([]byte(nil), key...)
-	return func(ctx context.Context) ([]byte, time.Time, Tier, error) {
-		if v, tier, ok := c.Get(k, nil); ok {
-			return v, time.Time{}, tier, nil
+	return func(ctx context.Context, recheck bool) ([]byte, time.Time, Tier, error) {
+		if recheck {
+			if v, tier, ok := c.Get(k, nil); ok {
+				return v, time.Time{}, tier, nil
+			}
 		}
 		v, exp, err := fetch(ctx)
 		return v, exp, TierMiss, err

@@ -74,7 +74,9 @@ func (c *Cache) promote(key, value []byte, expiry int64) {
 	case c.opts.Promotion == PromoteSecondHit && !c.promo.second(xxhash.Sum64(key)):
 		return
 	}
-	if c.mem.SetClean(key, value, expiryTime(expiry)) {
+	ok := c.mem.SetClean(key, value, expiryTime(expiry))
+	c.disk.kick() // promote runs only on a disk hit: c.disk is set
+	if ok {
 		c.c.promotions.Add(1)
 	}
 }

@@ -201,16 +201,51 @@ func (p *engPending) len() int {
 // engQueue is a flusher's intake: a mutex-guarded slice swapped out whole
 // by the flusher, plus a one-slot wake-up channel. Its bound is in bytes,
 // enforced by the Engine before push.
+//
+// Only a push that finds the queue empty wakes the flusher: a non-empty
+// queue has been signalled already and the flusher takes it whole. A
+// deferred push (pushLater: the memory tier's eviction hook, under a
+// memory shard lock) leaves that wake-up to kick, which the Cache calls
+// once the lock is released: waking a parked goroutine may cost a futex
+// call, and every microsecond under the shard lock is one that every
+// Insert and Get of the shard may wait (issue 4).
 type engQueue struct {
 	mu     sync.Mutex
 	items  []*engItem
 	signal chan struct{}
+	wake   atomic.Bool // a pushLater found the queue empty: kick must signal
 }
 
 func (q *engQueue) push(it *engItem) {
 	q.mu.Lock()
 	q.items = append(q.items, it)
+	first := len(q.items) == 1
 	q.mu.Unlock()
+	if first || q.wake.Load() {
+		q.wake.Store(false)
+		q.notify()
+	}
+}
+
+// pushLater is push without the wake-up: it notes one for kick.
+func (q *engQueue) pushLater(it *engItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	first := len(q.items) == 1
+	q.mu.Unlock()
+	if first {
+		q.wake.Store(true)
+	}
+}
+
+// kick sends the wake-up a pushLater left, if any.
+func (q *engQueue) kick() {
+	if q.wake.Load() && q.wake.CompareAndSwap(true, false) {
+		q.notify()
+	}
+}
+
+func (q *engQueue) notify() {
 	select {
 	case q.signal <- struct{}{}:
 	default:

@@ -95,7 +95,7 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 // hides any older value of the key, so a Get never returns a value older
 // than the newest Insert.
 func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
-	return e.insert(key, value, len(value), expiry, nil)
+	return e.insert(key, value, len(value), expiry, nil, false)
 }
 
 // InsertFrom is Insert for a value of vlen bytes that the caller has not
@@ -107,11 +107,26 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 // admission refuses is never copied, and one it admits is copied once,
 // from the memory tier's blocks straight into the write queue.
 func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
-	return e.insert(key, nil, vlen, expiry, fill)
+	return e.insert(key, nil, vlen, expiry, fill, false)
 }
 
-// insert is Insert (fill nil: value holds vlen bytes) and InsertFrom.
-func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int) bool {
+// insertFromLater is InsertFrom that leaves the flusher's wake-up to the
+// caller's next kick (engQueue.pushLater): the memory tier's eviction hook
+// runs under a shard lock, and the Cache kicks once it is released.
+func (e *Engine) insertFromLater(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
+	return e.insert(key, nil, vlen, expiry, fill, true)
+}
+
+// kick wakes the flushers that insertFromLater left waiting.
+func (e *Engine) kick() {
+	for _, f := range e.flush {
+		f.q.kick()
+	}
+}
+
+// insert is Insert (fill nil: value holds vlen bytes) and InsertFrom; later
+// defers the flusher's wake-up to kick.
+func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int, later bool) bool {
 	h := xxhash.Sum64(key)
 	if !e.gate.enter(h) {
 		return false
@@ -145,7 +160,7 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 			e.c.dropFill.Add(1)
 			break
 		}
-		e.submit(it)
+		e.submit(it, later)
 		return true
 	}
 	e.hide(h)
@@ -156,12 +171,16 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 // operation and the last in its flusher's queue, atomically under the
 // pending shard lock, so sequence order, pending order and write order
 // agree for each key.
-func (e *Engine) submit(it *engItem) {
+func (e *Engine) submit(it *engItem, later bool) {
 	s := e.pending.shard(it.hash)
 	s.mu.Lock()
 	it.seq = e.seq.Add(1)
 	s.put(it)
-	e.flusherFor(it.hash).q.push(it)
+	if q := &e.flusherFor(it.hash).q; later {
+		q.pushLater(it)
+	} else {
+		q.push(it)
+	}
 	s.mu.Unlock()
 }
 
@@ -182,6 +201,18 @@ func (e *Engine) Remove(key []byte) {
 // be lost).
 func (e *Engine) hide(h uint64) {
 	s := e.pending.shard(h)
+	if !s.maybe(h) {
+		// Not pending (the filter has no false negatives): only an indexed
+		// copy needs the locks. Most hides are of evicted keys admission
+		// refused, fresh ones the disk never held; the read lock of an
+		// index lookup is all they cost, not two exclusive locks held
+		// under the memory tier's shard lock. A key that becomes pending
+		// or indexed after this check was written after this hide began,
+		// so it is newer and must stay.
+		if _, ok := e.ix.get(h); !ok {
+			return
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, inIndex := e.ix.remove(h)

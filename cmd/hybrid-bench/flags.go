@@ -32,19 +32,19 @@ type config struct {
 	EntryMin, EntryMax   int64 // [64KiB, 64KiB]
 	AdmissionRate        int64 // --admission-rate-limit [0 = admit all]
 
-	Runtime                      string // disabled|unified|separated [disabled]
-	ReadWorkers, WriteWorkers    int    // [0 = engine default]
-	Distribution                 string // uniform|zipf [uniform]
-	ZipfS                        float64
-	Latency                      time.Duration // --latency: origin fetch on a miss [0]
-	Eviction                     string        // s3fifo|lru|fifo [lru, as foyer-bench]
-	Policy                       string        // eviction|insertion [eviction]
-	RecoverMode                  string        // none|quiet|strict [none]
-	Metrics                      bool
-	MetricsAddr                  string
-	JSON, CPUProfile, MemProfile string
-	Compare                      bool     `json:"-"`
-	CompareFiles                 []string `json:"-"`
+	Runtime                             string // disabled|unified|separated [disabled]
+	ReadWorkers, WriteWorkers           int    // [0 = engine default]
+	Distribution                        string // uniform|zipf [uniform]
+	ZipfS                               float64
+	Latency                             time.Duration // --latency: origin fetch on a miss [0]
+	Eviction                            string        // s3fifo|lru|fifo [lru, as foyer-bench]
+	Policy                              string        // eviction|insertion [eviction]
+	RecoverMode                         string        // none|quiet|strict [none]
+	Metrics                             bool
+	MetricsAddr                         string
+	JSON, CPUProfile, MemProfile, Trace string
+	Compare                             bool     `json:"-"`
+	CompareFiles                        []string `json:"-"`
 }
 
 // parseFlags parses args (without the program name). Every problem is
@@ -95,6 +95,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.JSON, "json", "", "also write the figures as JSON to this file")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of warm-up and run to this file")
 	fs.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile (allocations since start) at the end of the run to this file")
+	fs.StringVar(&c.Trace, "trace", "", "write an execution trace of the measured span (not the warm-up) to this file (go tool trace)")
 	fs.BoolVar(&c.Compare, "compare", false, "print the JSON files given as arguments side by side, then exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -97,9 +98,33 @@ func (b *bench) drive(tty bool) error {
 		wg.Go(func() { b.wl.readerLoop(i, newRecorder(b.col.cur)) })
 	}
 	b.warmUp(ctx)
+	stopTrace, err := b.startTrace()
+	if err != nil {
+		b.col.end(true)
+		wg.Wait()
+		return err
+	}
 	b.measure(ctx)
+	stopTrace()
 	wg.Wait()
 	return b.writeMemProfile()
+}
+
+// startTrace starts the execution trace if --trace; the returned func
+// stops it. go tool trace -pprof=sync|sched shows where operations wait.
+func (b *bench) startTrace() (stop func(), err error) {
+	if b.cfg.Trace == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.cfg.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("hybrid-bench: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("hybrid-bench: %w", err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 // writeMemProfile writes the heap profile if --memprofile: its
