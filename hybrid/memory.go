@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
-	"time"
 	"unsafe"
 )
 
@@ -27,7 +26,7 @@ import (
 // equal share of the capacity. Writes (Set, Delete, eviction) take the
 // shard's write lock.
 //
-// Lock-free hits. Under S3-FIFO and FIFO a Get takes no lock at all: it
+// Lock-free hits. A Get copies the value out without taking a lock: it
 // reads the shard's sequence counter, looks up and copies the value out,
 // and reads the counter again; writers make it odd while they change the
 // index or reuse blocks. An unchanged even counter proves the copy whole;
@@ -39,8 +38,8 @@ import (
 // until it reaches its cap of 3: two goroutines hitting one hot key do not
 // bounce a lock's cache line between their cores (the RWMutex this
 // replaced cost 2× otter's time per parallel hit, issue 4). Hit and miss
-// counts go to per-goroutine-ish stripes (Memory.stripe). LRU moves the
-// entry on every hit, so its Get takes the write lock.
+// counts go to per-goroutine-ish stripes (Memory.stripe). LRU copies the
+// same way and then takes the lock only to move the entry to the head.
 //
 // Memory layout. Nothing per entry is a Go object with pointers: a shard
 // has an open-addressing table (memTable) from hash to slot number, first
@@ -146,6 +145,7 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 			share:    share,
 			maxEntry: share / 4,
 			block:    o.BlockSize,
+			splitMin: memSplitMin,
 		},
 	}
 	for i := range m.shards {
@@ -175,79 +175,27 @@ func (m *Memory) shard(h uint64) *memShard {
 // Get looks key up. On a hit it appends the value to dst and returns the
 // extended slice, the entry's expiry (unix nanoseconds, 0 for none) and
 // true; it allocates nothing when cap(dst)-len(dst) ≥ len(value). On a miss
-// it returns dst unchanged, 0 and false. Under S3-FIFO and FIFO a Get takes
-// no lock unless a writer is changing the same shard (optimisticGet).
+// it returns dst unchanged, 0 and false. A Get copies without a lock unless
+// a writer is changing the same shard (optimisticGet); LRU then takes the
+// lock only to move the entry to the head.
 func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 	h := m.hash(key)
 	s := m.shard(h)
-	st, done := memGetMiss, false
-	if m.cfg.policy != memLRU {
-		value, expiry, st, done = s.optimisticGet(h, key, dst)
-	}
+	g, done := s.optimisticGet(h, key, dst)
 	if !done {
-		value, expiry, st = s.lockedGet(h, key, dst)
+		g = s.lockedGet(h, key, dst)
+	}
+	if g.st == memGetHit && m.cfg.policy == memLRU {
+		s.touch(h, g.r)
 	}
 	runtime.KeepAlive(m) // the cleanup unmaps the arena s reads
 	c := m.stripe()
-	if st != memGetHit {
+	if g.st != memGetHit {
 		c.misses.Add(1)
 		return dst, 0, false
 	}
 	c.hits.Add(1)
-	return value, expiry, true
-}
-
-// Set stores a copy of key and value, replacing any entry under key, with
-// an absolute expiry (the zero time for none). It evicts as needed and
-// reports false, storing nothing and dropping any old entry, when the
-// entry's charge exceeds a quarter of a shard's share (Capacity/Shards),
-// when expiry has already passed, or after Close.
-func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
-	var exp int64
-	if !expiry.IsZero() {
-		exp = max(expiry.UnixNano(), 1)
-	}
-	h := m.hash(key)
-	s := m.shard(h)
-	s.lockW()
-	defer s.unlockW()
-	ok := s.set(h, key, value, exp)
-	if ok {
-		s.sets.Add(1)
-	} else {
-		s.refused.Add(1)
-	}
-	return ok
-}
-
-// SetClean stores a copy of key and value like Set, but only if key has no
-// live entry, and marks the entry clean: a copy of what a lower tier (the
-// disk) already holds, which eviction therefore does not offer to OnEvict.
-// It reports whether it stored the entry. The hybrid Cache promotes disk
-// hits with it: a promotion never replaces a newer value set meanwhile.
-func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
-	var exp int64
-	if !expiry.IsZero() {
-		exp = max(expiry.UnixNano(), 1)
-	}
-	h := m.hash(key)
-	s := m.shard(h)
-	s.lockW()
-	defer s.unlockW()
-	if s.closed {
-		return false
-	}
-	if _, _, live := s.lookup(h, key); live {
-		return false
-	}
-	if !s.set(h, key, value, exp) {
-		s.refused.Add(1)
-		return false
-	}
-	s.sets.Add(1)
-	_, r, _ := s.index(h)
-	s.slot(r.slot()).clean = true
-	return true
+	return g.v, g.exp, true
 }
 
 // Delete removes key; it reports whether a live entry was removed. OnEvict

@@ -38,10 +38,16 @@ func memModelCheck(key, v []byte) (version uint64, err error) {
 // the version last set. Keys shared by all goroutines must return a value
 // that belongs to them. Invariants are checked at the end.
 func TestMemoryModel(t *testing.T) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
-		t.Run(string(p), func(t *testing.T) {
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 256 << 10, Shards: 8, BlockSize: 64},
+	for _, tc := range []struct {
+		p     MemoryPolicy
+		split bool // every Set copies outside the lock (memory_set.go)
+	}{{MemoryS3FIFO, false}, {MemoryLRU, false}, {MemoryFIFO, false}, {MemoryS3FIFO, true}, {MemoryLRU, true}} {
+		t.Run(fmt.Sprintf("%s/split=%v", tc.p, tc.split), func(t *testing.T) {
+			m := newTestMemory(t, MemoryOptions{Policy: tc.p, Capacity: 256 << 10, Shards: 8, BlockSize: 64},
 				0xff|0xff<<56) // 16 hash bits: collisions happen
+			if tc.split {
+				m.cfg.splitMin = 0
+			}
 			const workers, ops = 8, 4000
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
@@ -122,6 +128,7 @@ func FuzzMemoryOps(f *testing.F) {
 	f.Add([]byte{0, 1, 10, 1, 1, 0, 2, 1, 0, 1, 1, 0})
 	f.Add(bytes.Repeat([]byte{0, 3, 200, 0, 4, 255, 1, 3, 0}, 30))
 	f.Add([]byte{0x80, 0, 0, 0, 1, 0, 1, 0, 0, 2, 1, 0})
+	f.Add(bytes.Repeat([]byte{0x41, 3, 200, 0, 4, 255, 1, 3, 0}, 30))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -141,6 +148,9 @@ func FuzzMemoryOps(f *testing.F) {
 		}
 		m := newTestMemory(t, MemoryOptions{Policy: policies[int(data[0]&3)%3], Capacity: 8 << 10,
 			Shards: 1, BlockSize: 64, OnEvict: onEvict}, mask)
+		if data[0]&0x40 != 0 {
+			m.cfg.splitMin = 0 // every Set in three steps (memory_set.go)
+		}
 		for data = data[1:]; len(data) >= 3; data = data[3:] {
 			key := fmt.Appendf(nil, "k%d%s", data[1]%32, bytes.Repeat([]byte("x"), int(data[1]>>5)*18))
 			if err := memFuzzStep(m, model, data[0]%3, key, int(data[2])*8); err != nil {

@@ -20,11 +20,11 @@ type MemoryPolicy string
 // a hit and under the shard lock.
 const (
 	// MemoryS3FIFO: small FIFO (~10% of the bytes), main FIFO with
-	// reinsertion, ghost queue of hashes. Scan-resistant; a hit takes only
-	// the shard's read lock. The default.
+	// reinsertion, ghost queue of hashes. Scan-resistant; a hit takes no
+	// lock. The default.
 	MemoryS3FIFO MemoryPolicy = "s3fifo"
-	// MemoryLRU: least recently used. A hit takes the shard's write lock to
-	// move the entry to the front.
+	// MemoryLRU: least recently used. A hit copies without a lock, then
+	// takes the shard's lock briefly to move the entry to the front.
 	MemoryLRU MemoryPolicy = "lru"
 	// MemoryFIFO: first in, first out. A hit changes nothing.
 	MemoryFIFO MemoryPolicy = "fifo"

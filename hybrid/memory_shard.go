@@ -119,6 +119,7 @@ type memConfig struct {
 	share    int64 // bytes per shard
 	maxEntry int64 // largest charge one entry may have
 	block    int   // block size (for charge)
+	splitMin int   // Set copies entries this large outside the lock (memSplitMin; tests lower it)
 }
 
 // memShard is one independently locked part of a Memory.
@@ -342,47 +343,6 @@ func (s *memShard) remove(i uint32) {
 	s.countA.Store(int64(s.count))
 }
 
-// insert stores key and value as a new entry at the head of queue qi,
-// evicting as needed. It reports false if blocks could not be mapped.
-// REQUIRES: s.mu held for writing; no live entry under h; charge ≤ share.
-func (s *memShard) insert(h uint64, key, value []byte, expiry int64, qi uint8, freq uint32) bool {
-	n := len(key) + len(value)
-	charge := s.cfg.charge(n)
-	if !s.makeRoom(charge) {
-		return false
-	}
-	blocks := s.cfg.blocks(n)
-	first, last, ok := s.arena.alloc(blocks)
-	if !ok {
-		return false
-	}
-	i := s.newSlot()
-	if i == memNil {
-		s.arena.release(first, last, blocks)
-		return false
-	}
-	sl := s.slot(i)
-	sl.hash, sl.expiry, sl.first, sl.last = h, expiry, first, last
-	sl.klen, sl.vlen = uint32(len(key)), uint32(len(value))
-	sl.clean = false
-	hd := s.arena.header(first)
-	hd.expiry, hd.klen, hd.vlen, hd.contig = expiry, sl.klen, sl.vlen, 0
-	if s.arena.contiguous(first, blocks) {
-		hd.contig = 1
-	}
-	c := s.arena.cursor(first, memHeaderSize+n)
-	c.skip(memHeaderSize)
-	c.write(key)
-	c.write(value)
-	s.pushHead(qi, i)
-	s.indexPut(h, memRefOf(i, first).withFreq(freq))
-	s.used += charge
-	s.count++
-	s.usedA.Store(s.used)
-	s.countA.Store(int64(s.count))
-	return true
-}
-
 type memGetStatus uint8
 
 const (
@@ -391,19 +351,30 @@ const (
 	memGetExpired
 )
 
-// get looks key up and, on a live hit, records the hit and appends the
-// value to dst. It runs under s.mu (for writing under LRU) or from
-// optimisticGet (see find).
-func (s *memShard) get(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
+// memGot is a lookup's answer: the status, on a hit the value appended to
+// the caller's dst, its expiry and the entry's ref (for LRU's move).
+type memGot struct {
+	v   []byte
+	exp int64
+	st  memGetStatus
+	r   memRef
+}
+
+// get looks key up and, on a live hit, counts the hit (S3-FIFO) and
+// appends the value to dst. It runs under s.mu or from optimisticGet (see
+// find); it never writes the queues, so LRU's move is the caller's (touch).
+func (s *memShard) get(h uint64, key, dst []byte) memGot {
 	f, ok := s.find(h, key)
 	if !ok {
-		return dst, 0, memGetMiss
+		return memGot{v: dst}
 	}
 	if f.expiry != 0 && f.expiry <= s.cfg.now() {
-		return dst, 0, memGetExpired
+		return memGot{v: dst, st: memGetExpired}
 	}
-	s.hit(f.pos, f.r)
-	return s.appendValue(dst, &f, len(key)), f.expiry, memGetHit
+	if s.cfg.policy == memS3FIFO {
+		s.hit(f.pos, f.r)
+	}
+	return memGot{v: s.appendValue(dst, &f, len(key)), exp: f.expiry, st: memGetHit, r: f.r}
 }
 
 // memOptimistic enables lock-free hits (optimisticGet). They rely on loads
@@ -412,51 +383,58 @@ func (s *memShard) get(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) 
 // lock.
 const memOptimistic = runtime.GOARCH == "amd64"
 
-// optimisticGet is a hit's path without the lock (S3-FIFO and FIFO): read
-// seq, look up and copy the value out, read seq again. If seq moved, a
-// writer ran meanwhile and what was read may be torn, so it is thrown away.
-// done reports whether the answer stands; if not (a writer kept interfering,
-// the entry expired and must be dropped, or the arena is on the heap, where
-// racy reads would be data races) the caller takes the lock. A hit thus
-// writes nothing shared but the entry's hit count, and only until it
-// reaches its cap: no lock word, no reader count.
-func (s *memShard) optimisticGet(h uint64, key, dst []byte) (v []byte, exp int64, st memGetStatus, done bool) {
+// optimisticGet is a lookup without the lock: read seq, look up and copy
+// the value out, read seq again. If seq moved, a writer ran meanwhile and
+// what was read may be torn, so it is thrown away. done reports whether the
+// answer stands; if not (a writer kept interfering, the entry expired and
+// must be dropped, or the arena is on the heap, where racy reads would be
+// data races) the caller takes the lock. A hit thus writes nothing shared
+// but the entry's hit count, and only until it reaches its cap: no lock
+// word, no reader count.
+func (s *memShard) optimisticGet(h uint64, key, dst []byte) (g memGot, done bool) {
 	if !memOptimistic || !s.arena.offHeap.Load() {
-		return dst, 0, memGetMiss, false
+		return memGot{v: dst}, false
 	}
 	for range 2 {
 		seq := s.seq.Load()
 		if seq&1 != 0 {
 			break
 		}
-		v, exp, st = s.get(h, key, dst)
-		if s.seq.Load() == seq && st != memGetExpired {
-			return v, exp, st, true
+		g = s.get(h, key, dst)
+		if s.seq.Load() == seq && g.st != memGetExpired {
+			return g, true
 		}
 	}
-	return dst, 0, memGetMiss, false
+	return memGot{v: dst}, false
 }
 
-// lockedGet is get under the lock, dropping an expired entry it finds.
-func (s *memShard) lockedGet(h uint64, key, dst []byte) ([]byte, int64, memGetStatus) {
-	if s.cfg.policy == memLRU {
-		s.lockW()
-		defer s.unlockW()
-		v, exp, st := s.get(h, key, dst)
-		if st == memGetExpired {
-			s.dropExpired(h)
-		}
-		return v, exp, st
-	}
+// lockedGet is get under the read lock, dropping an expired entry it finds.
+func (s *memShard) lockedGet(h uint64, key, dst []byte) memGot {
 	s.mu.RLock()
-	v, exp, st := s.get(h, key, dst)
+	g := s.get(h, key, dst)
 	s.mu.RUnlock()
-	if st == memGetExpired {
+	if g.st == memGetExpired {
 		s.lockW()
 		s.dropExpired(h)
 		s.unlockW()
 	}
-	return v, exp, st
+	return g
+}
+
+// touch is LRU's hit: it moves the entry the hit found (r, under hash h) to
+// the head of the queue if it is still there. The copy was made without
+// the write lock; this takes it only for the relink, and without moving
+// seq: readers never look at the queues.
+func (s *memShard) touch(h uint64, r memRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, cur, ok := s.index(h); !ok || cur != r || s.closed {
+		return
+	}
+	if i := r.slot(); s.q[memQMain].head != i {
+		s.unlink(i)
+		s.pushHead(memQMain, i)
+	}
 }
 
 // dropExpired removes the entry under h if it is (still) expired.
@@ -472,52 +450,12 @@ func (s *memShard) dropExpired(h uint64) {
 	}
 }
 
-// set stores key → value (see Memory.Set). An old entry under h is dropped
-// first; under S3-FIFO the new one inherits its queue and hit count, and a
-// ghost hit enters main directly. REQUIRES: s.mu held for writing.
-func (s *memShard) set(h uint64, key, value []byte, exp int64) bool {
-	if s.closed {
-		return false
-	}
-	qi, freq := uint8(memQSmall), uint32(0)
-	if _, v, ok := s.index(h); ok {
-		if v.ghost() {
-			qi = memQMain
-		} else {
-			qi, freq = s.slot(v.slot()).queue, v.freq()
-			s.remove(v.slot())
-		}
-	}
-	if s.cfg.policy != memS3FIFO {
-		qi, freq = memQMain, 0
-	}
-	if len(key) > memMaxLen || len(value) > memMaxLen ||
-		s.cfg.charge(len(key)+len(value)) > s.cfg.maxEntry {
-		return false
-	}
-	if exp != 0 && exp <= s.cfg.now() {
-		return false
-	}
-	return s.insert(h, key, value, exp, qi, freq)
-}
-
-const memMaxLen = 1<<32 - 1
-
-// hit records a hit on the entry whose index pair is at pos with ref r:
-// S3-FIFO bumps the count in the ref (lock-free; see memTable), LRU moves
-// the entry to the head (it holds the write lock), FIFO does nothing.
+// hit counts a hit on the entry whose index pair is at pos with ref r
+// (S3-FIFO): lock-free, in the ref (see memTable).
 func (s *memShard) hit(pos uint64, r memRef) {
-	switch s.cfg.policy {
-	case memS3FIFO:
-		// r was loaded already: a hot entry at the cap costs no write.
-		if f := r.freq(); f < memMaxFreq {
-			s.tab.Load().casRef(pos, r, r.withFreq(f+1))
-		}
-	case memLRU:
-		if i := r.slot(); s.q[memQMain].head != i {
-			s.unlink(i)
-			s.pushHead(memQMain, i)
-		}
+	// r was loaded already: a hot entry at the cap costs no write.
+	if f := r.freq(); f < memMaxFreq {
+		s.tab.Load().casRef(pos, r, r.withFreq(f+1))
 	}
 }
 
