@@ -217,6 +217,25 @@ type memHeader struct {
 // memHeaderSize is the bytes the header takes in front of the key.
 const memHeaderSize = int(unsafe.Sizeof(memHeader{}))
 
+// locate returns block b's chunk and b's offset in it; nil if b is not a
+// mapped block.
+func (a *memArena) locate(b uint32) ([]byte, int) {
+	return a.chunk(b >> a.chunkShift), int(b&(1<<a.chunkShift-1)) << a.bsShift
+}
+
+// touch loads a word of the block's second and third cache lines (blocks
+// of 256 bytes or more), so that they are fetched while the header's line
+// still is: a hit of a small entry then waits for about one round trip to
+// memory for its bytes, not one per line (the value copy finds them
+// cached). Atomic loads, because the compiler drops plain loads whose value
+// is unused. REQUIRES: c[off:off+bs] is the block.
+func (a *memArena) touch(c []byte, off int) {
+	if a.bs >= 256 && off+192 <= len(c) {
+		atomic.LoadUint32((*uint32)(unsafe.Pointer(&c[off+64])))
+		atomic.LoadUint32((*uint32)(unsafe.Pointer(&c[off+128])))
+	}
+}
+
 // header returns the header in block b, nil if b is not a mapped block. The
 // arena memory holds no Go pointers, and a chunk outlives every use.
 func (a *memArena) header(b uint32) *memHeader {

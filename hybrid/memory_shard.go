@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // memSlot describes one entry for the write side: queues, eviction,
@@ -236,22 +237,28 @@ func (s *memShard) find(h uint64, key []byte) (f memFound, ok bool) {
 	if !ok || f.r.ghost() {
 		return f, false
 	}
-	hd := s.arena.header(f.r.block())
-	if hd == nil {
+	c, off := s.arena.locate(f.r.block())
+	if c == nil {
 		return f, false
 	}
+	s.arena.touch(c, off)
+	hd := (*memHeader)(unsafe.Pointer(&c[off]))
 	klen, vlen, contig := hd.klen, hd.vlen, hd.contig
 	f.expiry, f.vlen = hd.expiry, int(vlen)
-	if int(klen) != len(key) || int64(memHeaderSize)+int64(klen)+int64(vlen) > s.cfg.maxEntry {
+	n := memHeaderSize + int(klen) + int(vlen)
+	if int(klen) != len(key) || int64(n) > s.cfg.maxEntry {
 		return f, false
 	}
 	if contig != 0 {
-		f.e = s.arena.run(f.r.block(), memHeaderSize+len(key)+f.vlen)
-		return f, f.e != nil && string(f.e[memHeaderSize:memHeaderSize+len(key)]) == string(key)
+		if n > len(c)-off {
+			return f, false
+		}
+		f.e = c[off : off+n : off+n]
+		return f, string(f.e[memHeaderSize:memHeaderSize+len(key)]) == string(key)
 	}
-	c := s.arena.cursor(f.r.block(), memHeaderSize+len(key))
-	c.skip(memHeaderSize)
-	return f, c.equal(key)
+	cur := s.arena.cursor(f.r.block(), memHeaderSize+len(key))
+	cur.skip(memHeaderSize)
+	return f, cur.equal(key)
 }
 
 // lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
