@@ -73,7 +73,7 @@ const (
 	memSlotPageShift = 10
 	memSlotPageMask  = 1<<memSlotPageShift - 1
 	// memSmallPercent is the S3-FIFO small queue's target share of bytes.
-	memSmallPercent = 10
+	memSmallPercent = 5
 )
 
 // memEntryOverhead is the fixed charge per entry on top of its blocks

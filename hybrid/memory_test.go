@@ -131,13 +131,13 @@ func TestMemoryPolicies(t *testing.T) {
 			name:   "s3fifo main reinserts entries hit since they last passed",
 			policy: MemoryS3FIFO,
 			steps: []memPolicyStep{memSet(fill), memGet(fill), memSet(one("x")),
-				memGet(one("f1")), memSet(one("f0"))},
+				memGet(one("f1"), one("x")), memSet(one("f0"))},
 			// x moves f0..f15 to main with their hit counts reset, then
-			// evicts main's tail f0. With only x in small (under its 10%),
-			// the next eviction comes from main: f1 was hit again, so it
-			// goes round once more and f2 leaves instead.
+			// evicts main's tail f0. Setting f0 again first empties small
+			// (x was hit: it joins main), then evicts from main: f1 was
+			// hit again, so it goes round once more and f2 leaves instead.
 			evicted: [][]byte{[]byte("f0"), []byte("f2")},
-			queues:  map[string]int{"f1": memQMain, "f3": memQMain, "x": memQSmall, "f0": memQSmall},
+			queues:  map[string]int{"f1": memQMain, "f3": memQMain, "x": memQMain, "f0": memQSmall},
 		},
 		{
 			name:    "lru evicts the least recently used",

@@ -73,7 +73,12 @@ func newOtter(entries int) otterCache {
 // scan of scan fresh keys (ids ≥ keys, each requested once) after every
 // 5×scan Zipf requests.
 func trace(keys, requests int, s float64, scan int) []int {
-	z := newZipf(keys, s, 42)
+	return traceSeed(keys, requests, s, scan, 42)
+}
+
+// traceSeed is trace with the Zipf generator's seed.
+func traceSeed(keys, requests int, s float64, scan int, seed uint64) []int {
+	z := newZipf(keys, s, seed)
 	out := make([]int, 0, requests)
 	fresh := keys
 	for len(out) < requests {
