@@ -12,7 +12,7 @@ import (
 // key → value with optional expiry, put in front of the disk engine.
 //
 // Algorithm. The default policy is S3-FIFO: a new entry enters a small FIFO
-// queue (~10% of a shard's bytes); when it reaches the small queue's tail it
+// queue (~5% of a shard's bytes); when it reaches the small queue's tail it
 // moves to the main FIFO if it was hit meanwhile, else it is evicted and its
 // hash is remembered in a ghost FIFO. A key set again while its hash is a
 // ghost goes straight to main. Main is a FIFO with reinsertion: an entry at

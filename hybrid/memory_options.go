@@ -19,7 +19,7 @@ type MemoryPolicy string
 // The eviction policies. See the Memory doc comment for how each behaves on
 // a hit and under the shard lock.
 const (
-	// MemoryS3FIFO: small FIFO (~10% of the bytes), main FIFO with
+	// MemoryS3FIFO: small FIFO (~5% of the bytes), main FIFO with
 	// reinsertion, ghost queue of hashes. Scan-resistant; a hit takes no
 	// lock. The default.
 	MemoryS3FIFO MemoryPolicy = "s3fifo"

@@ -72,7 +72,11 @@ const (
 	// copies old slots (no pause under the lock, no 2× slack).
 	memSlotPageShift = 10
 	memSlotPageMask  = 1<<memSlotPageShift - 1
-	// memSmallPercent is the S3-FIFO small queue's target share of bytes.
+	// memSmallPercent is the S3-FIFO small queue's target share of bytes:
+	// 5, not the paper's 10, measured against otter on Zipf and
+	// Zipf+scan traces at 0.5-20% capacity (bench/otter's sweep): +0.003
+	// to +0.005 hit ratio everywhere, at the cost of 0.01 when popularity
+	// drifts fast.
 	memSmallPercent = 5
 )
 
