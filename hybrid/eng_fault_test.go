@@ -63,9 +63,13 @@ func TestFaultWriteFails(t *testing.T) {
 	e := openT(t, dev, o)
 	insertAll(t, e, "old", 10, 1, 300)
 	dev.Inject(blockdev.Fault{Op: blockdev.OpWrite, Action: blockdev.Fail, Nth: 1})
+	// Both entries must reach the flusher before it wakes: deferred
+	// wake-ups (as the memory tier's eviction hook uses), then one kick.
 	for _, k := range [][]byte{keyN("old", 3), keyN("new", 0)} {
-		e.Insert(k, mval(k, 2, 300), time.Time{})
+		v := mval(k, 2, 300)
+		e.insertFromLater(k, len(v), time.Time{}, func(dst []byte) int { return copy(dst, v) })
 	}
+	e.kick()
 	settle(t, e)
 	s := e.Stats()
 	if s.WriteFailed != 2 || s.IOErrors != 1 || dev.Fired() != 1 {
