@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -310,5 +313,64 @@ func TestMemoryHitAllocs(t *testing.T) {
 				t.Fatalf("Get allocates %.1f times per hit", allocs)
 			}
 		})
+	}
+}
+
+// TestMemoryCloseRacingOps closes a Memory while goroutines keep hitting,
+// setting (large values too: the unlocked copy) and deleting: nothing may
+// fault or serve foreign bytes, and once Close has returned every Get
+// misses and every Set refuses.
+func TestMemoryCloseRacingOps(t *testing.T) {
+	m, err := NewMemory(MemoryOptions{Capacity: 4 << 20, Shards: 2, BlockSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var closed atomic.Bool
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			var dst []byte
+			for i := 0; ; i++ {
+				key := fmt.Appendf(nil, "k%d", (i*7+w)%64)
+				after := closed.Load()
+				if m.Set(key, memModelValue(key, uint64(i), (i%3)*3000), time.Time{}) && after {
+					errs <- fmt.Errorf("Set stored after Close")
+					return
+				}
+				v, _, ok := m.Get(key, dst[:0])
+				if ok {
+					if after {
+						errs <- fmt.Errorf("Get hit after Close")
+						return
+					}
+					if _, err := memModelCheck(key, v); err != nil {
+						errs <- err
+						return
+					}
+					dst = v
+				}
+				if i%5 == 0 {
+					m.Delete(key)
+				}
+				if after {
+					return
+				}
+				ops.Add(1)
+			}
+		})
+	}
+	for ops.Load() < 4000 {
+		runtime.Gosched()
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,9 @@
 package hybrid
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Writing entries. A small entry is stored in one critical section. A large
 // one (memSplitMin bytes or more) in three, so that its copy does not hold
@@ -32,6 +35,7 @@ func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
 	h := m.hash(key)
 	s := m.shard(h)
 	ok := s.store(h, key, value, memExpiry(expiry), false)
+	runtime.KeepAlive(m) // store writes the arena unlocked; the cleanup unmaps it
 	if ok {
 		s.sets.Add(1)
 	} else {
@@ -49,6 +53,7 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 	h := m.hash(key)
 	s := m.shard(h)
 	ok := s.store(h, key, value, memExpiry(expiry), true)
+	runtime.KeepAlive(m)
 	if ok {
 		s.sets.Add(1)
 	}

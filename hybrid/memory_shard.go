@@ -192,13 +192,19 @@ func (s *memShard) blocksOf(sl *memSlot) int {
 
 // lockW takes the write lock and marks the shard as changing for
 // lock-free readers; unlockW undoes both.
+// After Close the counter stays odd: sections that find the shard closed
+// leave it alone.
 func (s *memShard) lockW() {
 	s.mu.Lock()
-	s.seq.Add(1)
+	if !s.closed {
+		s.seq.Add(1)
+	}
 }
 
 func (s *memShard) unlockW() {
-	s.seq.Add(1)
+	if !s.closed {
+		s.seq.Add(1)
+	}
 	s.mu.Unlock()
 }
 
