@@ -95,6 +95,12 @@ func (s *memShard) store(h uint64, key, value []byte, exp int64, clean bool) boo
 		return ok
 	}
 	r, ok := s.reserve(n)
+	if !ok {
+		// As the small path, which took the old entry first: a refused
+		// Set leaves no older value behind to be served (the Cache sends
+		// the new one to disk instead).
+		s.dropOld(h)
+	}
 	s.unlockW()
 	if !ok {
 		return false

@@ -21,7 +21,7 @@ import (
 //	STRATA_SWEEP=1 go test -run Sweep -v .
 func TestSweep(t *testing.T) {
 	if os.Getenv("STRATA_SWEEP") == "" {
-		t.Skip()
+		t.Skip("opt-in (minutes): STRATA_SWEEP=1 go test -run Sweep -v .")
 	}
 	const keys = 100_000
 	pcts := []float64{0.5, 1, 2, 5, 10, 20}
