@@ -123,6 +123,19 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 	return v, TierDisk, true
 }
 
+// Contains reports whether a Get of key may hit, without reading or
+// copying the value: memory holds it live, or the disk index (or its write
+// queue) has it. It never says no for a key Get would find in memory; a
+// disk entry it reports may still miss when read (damage, a hash
+// collision, a failing device), so callers that must not fail after
+// Contains said yes need a fallback.
+func (c *Cache) Contains(key []byte) bool {
+	if c.closed.Load() {
+		return false
+	}
+	return c.mem.Contains(key) || (c.disk != nil && c.disk.Contains(key))
+}
+
 // Insert stores a copy of key → value until expiry (zero: no expiry).
 func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 	if c.closed.Load() {

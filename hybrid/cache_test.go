@@ -332,3 +332,54 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheContains: Contains answers for memory entries and for entries
+// only the disk holds, says no after Remove and for unknown keys, and
+// counts no hit (a probe must not change what the memory tier keeps).
+func TestCacheContains(t *testing.T) {
+	c, _ := testCache(t, 64<<10, nil)
+	val := bytes.Repeat([]byte("v"), 1000)
+	c.Insert([]byte("k0"), val, time.Time{})
+	if !c.Contains([]byte("k0")) || c.Contains([]byte("nope")) {
+		t.Fatal("memory: Contains wrong")
+	}
+	before := c.Stats().Memory.Hits
+	for i := 1; i < 200; i++ {
+		c.Insert(fmt.Appendf(nil, "k%d", i), val, time.Time{})
+	}
+	if c.mem.Contains([]byte("k0")) {
+		t.Fatal("setup: k0 still in memory")
+	}
+	if !c.Contains([]byte("k0")) {
+		t.Fatal("disk: Contains says no for an evicted key on disk")
+	}
+	if _, tier, ok := c.Get([]byte("k0"), nil); !ok || tier != TierDisk {
+		t.Fatalf("k0 not readable from disk: %v", tier)
+	}
+	if got := c.Stats().Memory.Hits; got != before {
+		t.Fatalf("Contains counted hits: %d → %d", before, got)
+	}
+	c.Remove([]byte("k0"))
+	if c.Contains([]byte("k0")) {
+		t.Fatal("Contains after Remove")
+	}
+}
+
+// TestMemoryContainsExpired: an expired entry is not contained.
+func TestMemoryContainsExpired(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Unix(1000, 0).UnixNano())
+	m, err := NewMemory(MemoryOptions{Capacity: 1 << 20, Shards: 1, Now: now.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Set([]byte("k"), []byte("v"), time.Unix(1001, 0))
+	if !m.Contains([]byte("k")) {
+		t.Fatal("live entry not contained")
+	}
+	now.Store(time.Unix(1002, 0).UnixNano())
+	if m.Contains([]byte("k")) {
+		t.Fatal("expired entry contained")
+	}
+}

@@ -198,6 +198,20 @@ func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 	return g.v, g.exp, true
 }
 
+// Contains reports whether key has a live entry, without copying its value
+// or counting a hit: a probe for callers that need to know before they
+// read (the proxy checks an object's slices before its status line).
+func (m *Memory) Contains(key []byte) bool {
+	h := m.hash(key)
+	s := m.shard(h)
+	s.mu.RLock()
+	f, ok := s.find(h, key)
+	live := ok && (f.expiry == 0 || f.expiry > s.cfg.now())
+	s.mu.RUnlock()
+	runtime.KeepAlive(m) // the cleanup unmaps the arena s reads
+	return live
+}
+
 // Delete removes key; it reports whether a live entry was removed. OnEvict
 // is not called.
 func (m *Memory) Delete(key []byte) bool {
