@@ -85,10 +85,23 @@
 // the hybrid cache verifies each entry read back from disk against its own
 // CRC, and memory is trusted. A store without such a check (MapStore) gets
 // none. Records and slices of another version decode as a miss (not
-// counted as corrupt) and are never served; the next fill replaces them. A
-// missing first slice makes the request a miss; a slice missing later
-// ends the response with a closed connection and removes the record
-// (issue 6: fetch it from the origin with a Range request instead).
+// counted as corrupt) and are never served; the next fill replaces them.
+//
+// # Sliced bodies: whole or not at all
+//
+// A 200 promises Content-Length, so a sliced body is settled before its
+// status line (sliceSource.prepare). An object that is a 200 with a
+// strong validator has every slice the response covers probed in the
+// store (Store.Contains, no copy); the first missing one is fetched from
+// the origin with a Range request whose answer must name the record's
+// validator, size and slice size, else the request is a miss. A slice
+// lost while the body streams (evicted, or found damaged when read) is
+// fetched the same way. Any other object cannot have a slice fetched
+// again, so every slice the response covers is read into buffers of its
+// own first, within MaxLeasedBytes; one missing (or no budget) makes the
+// request a miss. What remains: an origin that fails or changes while a
+// lost slice is fetched mid-body; that response ends short (counted in
+// strata_responses_cut_short_total) and fasthttp closes the connection.
 //
 // # Errors
 //

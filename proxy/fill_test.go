@@ -125,6 +125,9 @@ func TestLargeObjectSlices(t *testing.T) {
 	if !bytes.Equal(r.Body(), body) {
 		t.Fatalf("miss body differs (%d bytes)", len(r.Body()))
 	}
+	// The record is inserted after the last slice, when the body has
+	// ended: the client may have read it all a moment before.
+	waitFor(t, func() bool { return p.store.Len() >= 41 })
 	if n := p.store.Len(); n != 41 {
 		t.Fatalf("store holds %d entries, want 40 slices + 1 record", n)
 	}

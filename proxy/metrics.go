@@ -36,6 +36,7 @@ type metrics struct {
 	originErrors   map[string]prometheus.Counter
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
+	cutShort       prometheus.Counter
 	fillLagged     prometheus.Counter
 	// backgroundRevalidations counts revalidations started behind a
 	// stale-while-revalidate or grace hit (issue 6).
@@ -73,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_corrupt_objects_total",
 			Help: "Stored records or slices that failed to decode and were served as misses.",
 		}),
+		cutShort: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_responses_cut_short_total",
+			Help: "Responses served from the cache that ended before their Content-Length after the status line was sent (a slice lost mid-body that could not be fetched again, an origin failing mid-fetch); the client connection is closed.",
+		}),
 		fillLagged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_fill_lagged_total",
 			Help: "Readers cut off because they fell behind a fill and the store had dropped the bytes.",
@@ -99,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.fillLagged, m.fillDetached, m.fillsOverLimit,
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.cutShort, m.fillLagged, m.fillDetached, m.fillsOverLimit,
 		m.backgroundRevalidations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -79,6 +79,12 @@ type Options struct {
 	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
 	// it is streamed to its client unshared and not stored. Default 64.
 	MaxLargeFills int `yaml:"max_large_fills"`
+	// MaxLeasedBytes bounds the bytes of sliced bodies read whole before
+	// their status line: an object without a strong validator cannot have
+	// a lost slice fetched again, so a hit on it reads every slice it will
+	// send first (see sliceSource). A hit that would pass the bound is a
+	// miss. Default 64 MiB.
+	MaxLeasedBytes int64 `yaml:"-"`
 	// MaxVariants bounds the variants (responses with Vary, one per
 	// secondary key) stored per URL; storing one more evicts the oldest.
 	// Default 16; 1..1024.
@@ -140,6 +146,9 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxObjectSize, 1<<30)
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 1024)
+	if o.MaxLeasedBytes == 0 {
+		o.MaxLeasedBytes = 64 << 20
+	}
 	setDefault(&o.MaxLargeFills, 64)
 	setDefault(&o.MaxVariants, 16)
 	setDefault(&o.RevalidateKeep, time.Hour)

@@ -7,42 +7,79 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// errRangeIgnored: a slice fetch found the origin answering 200 to a
-// Range request; the whole object is being filled instead.
-var errRangeIgnored = errors.New("proxy: origin ignores Range")
+var (
+	// errRangeIgnored: a slice fetch found the origin answering 200 to a
+	// Range request; the whole object is being filled instead.
+	errRangeIgnored = errors.New("proxy: origin ignores Range")
+	// errSliceMissing: a slice of a stored object is not in the store and
+	// cannot be fetched from the origin (no strong validator, or a status
+	// other than 200), so the object cannot be served whole.
+	errSliceMissing = errors.New("proxy: a slice of the object is missing and cannot be fetched")
+	// errLeaseBudget: reading the body whole before the status line would
+	// pass Options.MaxLeasedBytes.
+	errLeaseBudget = errors.New("proxy: too many bodies held for their status lines")
+)
 
 // sliceSource reads a sliced (possibly partial) object at increasing
 // offsets: each slice from the store, checked against the record's
-// generation; a slice that is missing (never fetched, evicted, of another
-// generation) comes from a slice fetch, joined if one is in flight,
-// started for the run of missing slices up to the end of the range being
-// served otherwise. A fetch whose response names another validator than
-// the record's fails the read with errChanged: bytes of two versions are
-// never mixed in one response.
+// generation; a slice that is missing (never fetched, evicted, refused by
+// admission, unreadable, of another generation) comes from a slice fetch,
+// joined if one is in flight, started for the run of missing slices up to
+// the end of the range being served otherwise. A fetch whose response
+// names another validator than the record's fails the read with
+// errChanged: bytes of two versions are never mixed in one response.
+// Slices may be fetched only for a 200 with a strong validator
+// (fetchable); for any other object a missing slice is errSliceMissing.
+//
+// prepare runs before the status line and settles what it can. For a
+// fetchable object every slice is probed in the store, and the first
+// missing one is fetched (its origin answer validated) before a byte is
+// promised; a slice lost after that (evicted or found damaged while the
+// response streams) is fetched the same way, so only an origin failing or
+// changing in that window ends a response short. Any other object has
+// every slice it will send read into buffers of its own first (leased,
+// within Options.MaxLeasedBytes): a missing one, or no budget, makes the
+// request a miss.
 //
 // It owns a copy of the record, the origin request template and one
-// slice buffer; close releases them and any fetch it holds.
+// slice buffer; close releases them and any fetch it holds. The zero
+// value is ready for init; sources are pooled with their slicedBody.
 type sliceSource struct {
-	s    *Server
-	key  []byte
-	rec  []byte
-	obj  object // borrows rec
-	fr   fetchReq
-	idx  int    // slice loaded, -1 none
-	buf  []byte // store read buffer
-	data []byte // slice idx from the store, when not from sf
-	sf   *sliceFetch
+	s         *Server
+	key       []byte
+	rec       []byte
+	obj       object // borrows rec
+	fr        fetchReq
+	fetchable bool
+	idx       int    // slice loaded, -1 none
+	buf       []byte // store read buffer
+	data      []byte // slice idx from the store; nil when it comes from sf
+	sf        *sliceFetch
+	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
+	leases    []leasedSlice
+	leasedN   int64 // bytes charged to Server.leased
 }
 
-// newSliceSource builds a source for the object of st.obj. rec is the
-// record encoding (owned by the source from now on).
-func (s *Server) newSliceSource(key, rec []byte, fr fetchReq) (*sliceSource, error) {
-	r := &sliceSource{s: s, key: append([]byte(nil), key...), rec: rec, fr: fr, idx: -1}
-	if err := decodeObject(&r.obj, rec); err != nil {
-		return nil, err
+// leasedSlice is a slice read before the status line: buf is its slab,
+// data its checked bytes in buf.
+type leasedSlice struct {
+	idx       int
+	buf, data []byte
+}
+
+// init makes r a source for the object o (copied) under key. fr's
+// template is owned by r from now on (it may be nil: nothing is fetched).
+func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
+	r.s, r.idx, r.data, r.sf = s, -1, nil, nil
+	r.key = append(r.key[:0], key...)
+	r.rec = appendObject(r.rec[:0], o)
+	r.fr = fr
+	if err := decodeObject(&r.obj, r.rec); err != nil {
+		return err
 	}
 	r.fr.rec = &r.obj
-	return r, nil
+	r.fetchable = fr.tmpl != nil && r.obj.Status == fasthttp.StatusOK && hasValidator(&r.obj)
+	return nil
 }
 
 // fetchRequest builds the template of the Range requests slice fetches
@@ -60,17 +97,75 @@ func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPo
 	return fetchReq{o: o, tmpl: req, rp: *rp}
 }
 
-func (r *sliceSource) readAt(p []byte, off, end int64) (int, error) {
+// prepare is called before the status line of a response that will read
+// the ranges rs (in order): it probes every slice they cover and makes the
+// first one missing from the store readable (a fetch started and its
+// answer checked). An error means the response cannot be promised: the
+// request is a miss (or, for an origin failure, a 502/504).
+func (r *sliceSource) prepare(rs []ByteRange) error {
+	if !r.fetchable {
+		return r.lease(rs)
+	}
 	sz := int64(r.obj.SliceSize)
-	idx := int(off / sz)
-	if idx != r.idx {
-		if err := r.load(idx, end); err != nil {
-			return 0, err
+	for _, rg := range rs {
+		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
+			r.kbuf = sliceKey(r.kbuf[:0], r.key, i)
+			if r.s.store.Contains(r.kbuf) {
+				continue
+			}
+			if !r.fetchable {
+				return errSliceMissing
+			}
+			return r.load(i, rg.End+1)
 		}
 	}
+	return nil
+}
+
+// lease reads every slice the ranges rs cover into slabs of r's own.
+func (r *sliceSource) lease(rs []ByteRange) error {
+	sz := int64(r.obj.SliceSize)
+	var n int64
+	for _, rg := range rs {
+		n += (rg.End/sz - rg.Start/sz + 1) * sz
+	}
+	if r.s.leased.Add(n) > r.s.opts.MaxLeasedBytes {
+		r.s.leased.Add(-n)
+		return errLeaseBudget
+	}
+	r.leasedN = n
+	for _, rg := range rs {
+		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
+			if r.leased(i) != nil {
+				continue
+			}
+			if !r.fromStore(i) {
+				return fmt.Errorf("%w: slice %d", errSliceMissing, i)
+			}
+			r.leases = append(r.leases, leasedSlice{idx: i, buf: r.buf, data: r.data})
+			r.buf, r.data, r.idx = nil, nil, -1
+		}
+	}
+	return nil
+}
+
+// leased returns the data of slice idx if it was leased, else nil.
+func (r *sliceSource) leased(idx int) []byte {
+	for i := range r.leases {
+		if r.leases[i].idx == idx {
+			return r.leases[i].data
+		}
+	}
+	return nil
+}
+
+func (r *sliceSource) readAt(p []byte, off, end int64) (int, error) {
+	if err := r.seek(off, end); err != nil {
+		return 0, err
+	}
 	var n int
-	if r.sf == nil {
-		n = copy(p, r.data[off-int64(idx)*sz:])
+	if r.data != nil {
+		n = copy(p, r.data[off-int64(r.idx)*int64(r.obj.SliceSize):])
 	} else {
 		var err error
 		if n, err = r.sf.readAt(p, off); err != nil {
@@ -81,7 +176,30 @@ func (r *sliceSource) readAt(p []byte, off, end int64) (int, error) {
 	return n, nil
 }
 
-// load makes slice idx readable, from the store or from a fetch.
+// lend returns the bytes from off up to end (exclusive) that the loaded
+// slice holds, borrowed from r's store buffer until the next call, or
+// nil when they come from a fetch (the caller uses readAt).
+func (r *sliceSource) lend(off, end int64) ([]byte, error) {
+	if err := r.seek(off, end); err != nil || r.data == nil {
+		return nil, err
+	}
+	base := int64(r.idx) * int64(r.obj.SliceSize)
+	b := r.data[off-base : min(end-base, int64(len(r.data)))]
+	r.s.m.responseBytes.Add(float64(len(b)))
+	return b, nil
+}
+
+// seek makes the slice holding off readable.
+func (r *sliceSource) seek(off, end int64) error {
+	if idx := int(off / int64(r.obj.SliceSize)); idx != r.idx {
+		return r.load(idx, end)
+	}
+	return nil
+}
+
+// load makes slice idx readable, from the store or from a fetch. A fetch
+// held for slices ahead of idx (started by prepare) is kept until they
+// are reached; one behind idx is let go.
 func (r *sliceSource) load(idx int, end int64) error {
 	r.idx, r.data = -1, nil
 	if r.sf != nil {
@@ -89,14 +207,23 @@ func (r *sliceSource) load(idx int, end int64) error {
 			r.idx = idx
 			return nil
 		}
-		r.sf.release()
-		r.sf = nil
+		if r.sf.last < idx {
+			r.dropFetch()
+		}
+	}
+	if d := r.leased(idx); d != nil {
+		r.data, r.idx = d, idx
+		return nil
 	}
 	limit := int((end - 1) / int64(r.obj.SliceSize))
 	for range 2 {
 		if r.fromStore(idx) {
 			return nil
 		}
+		if !r.fetchable {
+			return fmt.Errorf("%w: slice %d", errSliceMissing, idx)
+		}
+		r.dropFetch() // an ahead fetch lives on without us; its slices land in the store
 		sf := r.s.acquireFetch(r.key, idx, limit, &r.fr, &r.buf)
 		if sf == nil {
 			continue // stored meanwhile
@@ -111,14 +238,21 @@ func (r *sliceSource) load(idx int, end int64) error {
 	return fmt.Errorf("%w: slice %d vanished from the store", ErrFillLagged, idx)
 }
 
+func (r *sliceSource) dropFetch() {
+	if r.sf != nil {
+		r.sf.release()
+		r.sf = nil
+	}
+}
+
 // fromStore loads slice idx from the store if it is there, intact and of
 // the record's generation.
 func (r *sliceSource) fromStore(idx int) bool {
-	var kb [256]byte
 	if r.buf == nil {
 		r.buf = getSlab(sliceHeaderLen + r.obj.SliceSize)
 	}
-	v, _, ok := r.s.store.Get(sliceKey(kb[:0], r.key, idx), r.buf[:0])
+	r.kbuf = sliceKey(r.kbuf[:0], r.key, idx)
+	v, _, ok := r.s.store.Get(r.kbuf, r.buf[:0])
 	r.buf = v[:0]
 	if !ok {
 		return false
@@ -154,14 +288,21 @@ func (r *sliceSource) adopt(sf *sliceFetch, idx int) {
 }
 
 func (r *sliceSource) close() {
-	if r.sf != nil {
-		r.sf.release()
-		r.sf = nil
-	}
+	r.dropFetch()
 	putSlab(r.buf)
 	r.buf, r.data = nil, nil
+	for i := range r.leases {
+		putSlab(r.leases[i].buf)
+		r.leases[i] = leasedSlice{}
+	}
+	r.leases = r.leases[:0]
+	if r.leasedN != 0 {
+		r.s.leased.Add(-r.leasedN)
+		r.leasedN = 0
+	}
 	if r.fr.tmpl != nil {
 		fasthttp.ReleaseRequest(r.fr.tmpl)
 		r.fr.tmpl = nil
 	}
+	r.fr.rec, r.s = nil, nil
 }

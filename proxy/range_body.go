@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"io"
 )
@@ -11,6 +12,10 @@ import (
 // past it. It returns at least one byte or an error.
 type rangeSource interface {
 	readAt(p []byte, off, end int64) (int, error)
+	// lend returns the bytes at off (up to end, at least one) borrowed
+	// until the next call, or nil when the source cannot lend them (the
+	// caller then copies with readAt).
+	lend(off, end int64) ([]byte, error)
 	close()
 }
 
@@ -32,7 +37,8 @@ type rangeBody struct {
 	opened   bool  // ranges[i] started (its part header queued)
 	ended    bool  // the close delimiter was queued
 	frame    []byte
-	pend     []byte // framing not yet read
+	pend     []byte   // framing not yet read
+	m        *metrics // counts a body cut short; nil: not counted
 }
 
 // rangeLength is the Content-Length of a rangeBody.
@@ -48,11 +54,81 @@ func rangeLength(ranges []ByteRange, multi bool, boundary, ctype []byte, size in
 }
 
 func (b *rangeBody) Read(p []byte) (int, error) {
+	c, err := b.next(p, false)
+	b.count(err)
+	return len(c), err
+}
+
+// count counts a body ended short of its length by err (neither nil nor
+// io.EOF): the status line and Content-Length were sent already, so the
+// client sees a connection closed early.
+func (b *rangeBody) count(err error) {
+	if err != nil && err != io.EOF && b.m != nil {
+		b.m.cutShort.Inc()
+	}
+}
+
+// WriteTo hands the body to w in the largest pieces it has: a stored
+// slice's bytes are lent straight from the source's buffer (fasthttp's
+// bufio.Writer passes a write larger than its buffer to the connection,
+// so a slice costs no copy and few syscalls; Read through fasthttp's
+// 4 KiB copy buffer cost a copy and a write per 4 KiB), fetched bytes go
+// through a scratch buffer taken from the slab pool when first needed.
+// Errors are as Read's.
+func (b *rangeBody) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	var scratch []byte
+	defer func() { putSlab(scratch) }()
+	for {
+		c, err := b.next(scratch, true)
+		if err == errNeedScratch {
+			scratch = getSlab(scratchSize)[:scratchSize]
+			continue
+		}
+		if len(c) > 0 {
+			n, werr := w.Write(c)
+			total += int64(n)
+			if werr == nil && n < len(c) {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			b.count(err)
+			return total, err
+		}
+	}
+}
+
+// scratchSize is WriteTo's copy buffer for bytes that cannot be lent.
+const scratchSize = 64 << 10
+
+// errNeedScratch: next was asked to lend and the source cannot; nothing
+// was consumed.
+var errNeedScratch = errors.New("proxy: range body needs a copy buffer")
+
+// SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read.
+func (b *rangeBody) SupportsBodyWriteTo() bool { return true }
+
+// next returns the next piece of the body; io.EOF after the last. With
+// lend, framing and source bytes are lent where possible (borrowed until
+// the next call), else copied into p; without, everything is copied into
+// p (at most len(p) bytes).
+func (b *rangeBody) next(p []byte, lend bool) ([]byte, error) {
 	for {
 		if len(b.pend) > 0 {
-			n := copy(p, b.pend)
+			n := len(b.pend)
+			if !lend {
+				n = copy(p, b.pend)
+			}
+			c := b.pend[:n]
 			b.pend = b.pend[n:]
-			return n, nil
+			return c, nil
 		}
 		if b.i == len(b.ranges) {
 			if b.multi && !b.ended {
@@ -61,7 +137,7 @@ func (b *rangeBody) Read(p []byte) (int, error) {
 				b.pend = b.frame
 				continue
 			}
-			return 0, io.EOF
+			return nil, io.EOF
 		}
 		r := b.ranges[b.i]
 		if !b.opened {
@@ -77,14 +153,30 @@ func (b *rangeBody) Read(p []byte) (int, error) {
 			b.opened = false
 			continue
 		}
-		lim := min(int64(len(p)), r.End+1-b.pos)
-		n, err := b.src.readAt(p[:lim], b.pos, r.End+1)
-		b.pos += int64(n)
-		if err != nil || n > 0 {
-			return n, err
-		}
-		return 0, fmt.Errorf("%w: source returned nothing at %d", ErrTruncated, b.pos)
+		return b.body(p, r.End+1, lend)
 	}
+}
+
+// body returns bytes of the current range from b.pos: lent by the source
+// when lend is set and it can, else read into p.
+func (b *rangeBody) body(p []byte, end int64, lend bool) ([]byte, error) {
+	if lend {
+		c, err := b.src.lend(b.pos, end)
+		if len(c) > 0 || err != nil {
+			b.pos += int64(len(c))
+			return c, err
+		}
+		if p == nil {
+			return nil, errNeedScratch
+		}
+	}
+	lim := min(int64(len(p)), end-b.pos)
+	n, err := b.src.readAt(p[:lim], b.pos, end)
+	b.pos += int64(n)
+	if err != nil || n > 0 {
+		return p[:n], err
+	}
+	return nil, fmt.Errorf("%w: source returned nothing at %d", ErrTruncated, b.pos)
 }
 
 // Close releases the source.
@@ -128,5 +220,7 @@ func (fs *fillSource) readAt(p []byte, off, _ int64) (int, error) {
 	}
 	return n, err
 }
+
+func (fs *fillSource) lend(int64, int64) ([]byte, error) { return nil, nil }
 
 func (fs *fillSource) close() { _ = fs.r.Close() }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/maphash"
+	"io"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -41,7 +42,7 @@ const (
 )
 
 // rangesFor returns the ranges to send of a representation of size bytes
-// and the status: 200 (ranges: all of it, none when empty), 206 or 416.
+// and the status: 206 (with the ranges), 416, or 200 (nil: all of it).
 func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]ByteRange, int) {
 	v := h.PeekBytes(hdrRange)
 	if len(v) > 0 && IfRange(h, etag, lm, date) {
@@ -53,47 +54,27 @@ func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time
 			return nil, fasthttp.StatusRequestedRangeNotSatisfiable
 		}
 	}
-	if size == 0 {
-		return nil, fasthttp.StatusOK
-	}
-	return []ByteRange{{0, size - 1}}, fasthttp.StatusOK
+	return nil, fasthttp.StatusOK
 }
 
 // serveRanged answers from the record in st.obj when the request has a
-// Range or the record is partial.
+// Range or the body is sliced; an inline body asked for whole is left to
+// the caller (rangeFull).
 func (s *Server) serveRanged(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) rangeOutcome {
 	o := &st.obj
 	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
 	switch {
-	case code == fasthttp.StatusOK && !o.Partial:
-		return rangeFull
 	case code == fasthttp.StatusRequestedRangeNotSatisfiable:
 		s.writeUnsatisfied(ctx, o.BodyLen, cs)
 		return rangeServed
+	case o.inline() && code == fasthttp.StatusOK:
+		return rangeFull
 	case o.inline():
 		s.writeInlineRanges(ctx, o, rs, age, cs)
 		return rangeServed
 	}
-	org := s.router.pick(ctx.Request.Header.Host())
-	if org == nil {
-		return rangeMissed
-	}
-	src, err := s.newSliceSource(st.key, appendObject(nil, o), s.fetchRequest(ctx, org, &st.rp))
-	if err != nil {
-		return rangeMissed
-	}
-	if len(rs) > 0 && !ctx.IsHead() {
-		if err := src.load(int(rs[0].Start/int64(o.SliceSize)), rs[0].End+1); err != nil {
-			src.close()
-			if originFailure(err) {
-				s.failOrigin(ctx, err)
-				return rangeServed
-			}
-			return rangeMissed
-		}
-	}
-	s.writeRanges(ctx, o.Headers, ageSecs(age), rs, code, o.BodyLen, src, cs)
-	return rangeServed
+	st.num = fasthttp.AppendUint(st.num[:0], int(ageSecs(age)))
+	return s.serveSliced(ctx, st, st.num, rs, code, cs)
 }
 
 // originFailure reports whether err is the origin failing (502/504)
@@ -155,23 +136,22 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 // serveFetched answers from the record a slice fetch just created or
 // joined, reading slice idx from that fetch.
 func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchReq, sf *sliceFetch, idx int, cs cacheStatus) {
-	src, err := s.newSliceSource(st.key, appendObject(nil, &sf.obj), fr)
+	o := &sf.obj
+	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
+	b, err := s.acquireSlicedBody(st.key, o, rs, fr)
 	if err != nil { // cannot happen: the fetch decoded it
 		sf.release()
-		fasthttp.ReleaseRequest(fr.tmpl)
 		s.fail(ctx, fasthttp.StatusInternalServerError, "proxy: bad record")
 		return
 	}
-	src.adopt(sf, idx)
-	o := &src.obj
-	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
+	b.src.adopt(sf, idx)
 	if code == fasthttp.StatusRequestedRangeNotSatisfiable {
-		src.close()
+		_ = b.Close()
 		s.writeUnsatisfied(ctx, o.BodyLen, cs)
 		return
 	}
 	age := CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
-	s.writeRanges(ctx, o.Headers, ageSecs(age), rs, code, o.BodyLen, src, cs)
+	s.writeRanges(ctx, o.Headers, fasthttp.AppendUint(nil, int(ageSecs(age))), code, &b.rangeBody, b, true, cs)
 }
 
 // serveFillRanged answers a Range request from a whole-object fill the
@@ -216,7 +196,8 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.pass(ctx, o, cs)
 		return
 	}
-	s.writeRanges(ctx, f.obj.Headers, f.obj.AgeHeader, rs, code, f.declared, &fillSource{r: r}, cs)
+	b := &rangeBody{src: &fillSource{r: r}, ranges: rs, size: f.declared, m: s.m}
+	s.writeRanges(ctx, f.obj.Headers, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)), code, b, b, true, cs)
 }
 
 // rangeProbe returns the first byte a Range value asks for and the end
@@ -243,17 +224,20 @@ func (s *Server) writeUnsatisfied(ctx *fasthttp.RequestCtx, size int64, cs cache
 	resp.SetBody(nil)
 }
 
-// writeRanges writes the status, the stored headers and a rangeBody over
-// src (taking it).
-func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age int64, rs []ByteRange, code int, size int64, src rangeSource, cs cacheStatus) {
+// writeRanges writes the status, the stored headers with Age (digits)
+// and Content-Range or the multipart type as b's ranges need, and body
+// (b itself, or the pooled value that holds it), which it takes. flush
+// sends the headers before the first body byte is ready (a body coming
+// from the origin).
+func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []byte, code int, b *rangeBody, body io.Reader, flush bool, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(code)
 	writeHeaders(&resp.Header, hdrs)
-	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(age)))
-	b := &rangeBody{src: src, ranges: rs, size: size}
+	resp.Header.SetBytesKV(hdrAge, age)
+	rs := b.ranges
 	switch {
 	case code == fasthttp.StatusPartialContent && len(rs) == 1:
-		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], size))
+		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], b.size))
 	case code == fasthttp.StatusPartialContent:
 		b.multi = true
 		b.ctype = storedContentType(hdrs)
@@ -261,8 +245,8 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age int6
 		resp.Header.SetContentTypeBytes(append([]byte("multipart/byteranges; boundary="), b.boundary...))
 	}
 	s.finishHeaders(resp, cs)
-	resp.ImmediateHeaderFlush = true
-	resp.SetBodyStream(b, int(rangeLength(rs, b.multi, b.boundary, b.ctype, size)))
+	resp.ImmediateHeaderFlush = flush
+	resp.SetBodyStream(body, int(rangeLength(rs, b.multi, b.boundary, b.ctype, b.size)))
 }
 
 // writeInlineRanges answers ranges of an inline body, copied now.

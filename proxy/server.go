@@ -31,6 +31,7 @@ type Server struct {
 	vlocks  variantLocks
 	nfills  atomic.Int64
 	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
+	leased  atomic.Int64 // bytes of bodies read whole before their status (MaxLeasedBytes)
 	pool    sync.Pool    // *reqState
 	purges  purges
 
@@ -255,19 +256,14 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 }
 
 // serveStored writes the stored response in st.obj. It returns false
-// (and writes nothing) when the body's first slice is missing.
+// (and writes nothing) when the response cannot be promised whole: a
+// sliced body with a slice missing that cannot be fetched (see
+// serveSliced).
 func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) bool {
 	o := &st.obj
-	if o.Partial || len(ctx.Request.Header.PeekBytes(hdrRange)) > 0 {
+	if !o.inline() || len(ctx.Request.Header.PeekBytes(hdrRange)) > 0 {
 		if r := s.serveRanged(ctx, st, age, cs); r != rangeFull {
 			return r == rangeServed
-		}
-	}
-	var sr *sliceReader
-	if !o.inline() {
-		sr = s.openSlices(st.key, o)
-		if sr == nil {
-			return false
 		}
 	}
 	resp := &ctx.Response
@@ -276,10 +272,6 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
 	resp.Header.SetBytesKV(hdrAge, st.num)
 	s.finishHeaders(resp, cs)
-	if sr != nil {
-		resp.SetBodyStream(sr, int(o.BodyLen))
-		return true
-	}
 	s.setBody(resp, st, o.Body)
 	if !ctx.IsHead() {
 		s.m.responseBytes.Add(float64(len(o.Body)))

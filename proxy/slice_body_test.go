@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -63,5 +66,80 @@ func TestSlicedHit(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = slicedHit(p, &ctx, "/big", io.Discard) }); n != 0 {
 		t.Errorf("sliced hit allocates %.1f times", n)
+	}
+}
+
+// TestSlicedHitWholeOrMiss: a stored sliced object whose later slice is
+// gone is served whole or taken as a miss, never cut short where it can
+// be helped. A slice missing before the status line is fetched from the
+// origin with a Range request when the object has a strong validator; an
+// object without one has its slices read before the status line, and one
+// missing makes the request a clean miss (a whole refill). A slice that
+// the probe saw but that cannot be read (damaged on disk) is fetched
+// mid-body; only when that fetch fails too is the response cut short,
+// counted.
+func TestSlicedHitWholeOrMiss(t *testing.T) {
+	const lost = 2 // slice index removed or made unreadable
+	rng := fmt.Sprintf("bytes=%d-%d", lost*testSlice, (lost+1)*testSlice-1)
+	for _, tc := range []struct {
+		name      string
+		etag      bool
+		unread    bool // Contains yes, Get misses (found damaged when read)
+		failRange bool // the origin answers Range requests 503
+		status    string
+		origin    string // the Range the origin saw; "" a plain GET, "*" not checked
+		cutShort  bool
+	}{
+		{"evicted, validator", true, false, false, "strata; hit; detail=memory", rng, false},
+		{"evicted, no validator", false, false, false, "strata; fwd=miss; stored", "", false},
+		{"unreadable, validator", true, true, false, "strata; hit; detail=memory", rng, false},
+		{"unreadable, no validator", false, true, false, "strata; fwd=miss; stored", "", false},
+		{"evicted, validator, range refused", true, false, true, "strata; fwd=miss", "*", false},
+		{"unreadable, validator, range refused", true, true, true, "", rng, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := &rangeOrigin{size: 300 << 10, etag: tc.etag}
+			p := newRangePair(t, ro)
+			want := ro.body(0)
+			releaseResp(p.get("/obj"))
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+			ro.takeRanges()
+			ro.failRange = tc.failRange
+			key := BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+			sk := sliceKey(nil, key, lost)
+			if tc.unread {
+				p.store.Lose = func(k []byte) bool { return bytes.Equal(k, sk) }
+			} else {
+				p.store.Remove(sk)
+			}
+			if tc.cutShort {
+				raw, _ := p.raw("GET /obj HTTP/1.1\r\nHost: example.com\r\n\r\n")
+				head, body, _ := strings.Cut(raw, "\r\n\r\n")
+				if !strings.Contains(head, "Content-Length: 307200") || len(body) >= len(want) || body != string(want[:len(body)]) {
+					t.Fatalf("want a prefix cut short under the full Content-Length; got %d bytes after %q", len(body), head)
+				}
+				if n := testutil.ToFloat64(p.srv.m.cutShort); n != 1 {
+					t.Fatalf("cut short counted %v times", n)
+				}
+				if got := ro.takeRanges(); fmt.Sprint(got) != "["+tc.origin+"]" {
+					t.Fatalf("origin saw %q, want %q", got, tc.origin)
+				}
+				return
+			}
+			resp := fasthttp.AcquireResponse()
+			defer releaseResp(resp)
+			err := p.client.Do(requestFor("http://example.com/obj"), resp)
+			if err != nil || resp.StatusCode() != 200 || !bytes.Equal(resp.Body(), want) {
+				t.Fatalf("err %v, status %d, %d bytes (want %d)", err, resp.StatusCode(), len(resp.Body()), len(want))
+			}
+			expectHeader(t, resp, "Cache-Status", tc.status)
+			got := ro.takeRanges()
+			if tc.origin != "*" && fmt.Sprint(got) != "["+tc.origin+"]" {
+				t.Fatalf("origin saw %q, want %q", got, tc.origin)
+			}
+			if n := testutil.ToFloat64(p.srv.m.cutShort); n != 0 {
+				t.Fatalf("cut short counted %v times", n)
+			}
+		})
 	}
 }

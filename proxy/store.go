@@ -24,6 +24,10 @@ type Store interface {
 	Insert(key, value []byte, expiry time.Time)
 	// Remove deletes key if present.
 	Remove(key []byte)
+	// Contains reports whether a Get of key may hit, without reading the
+	// value. It may say yes for a key a Get then misses (an entry found
+	// damaged when read), never no for one that is there.
+	Contains(key []byte) bool
 }
 
 const (
@@ -56,6 +60,10 @@ type MapStore struct {
 	Drop func(key []byte) bool
 	// Inserts counts Insert calls, dropped or not.
 	Inserts atomic.Int64
+	// Lose, when set, is asked on each Get of a present key; true makes
+	// the Get miss while Contains still says yes (as an entry found
+	// damaged when read back from disk).
+	Lose func(key []byte) bool
 }
 
 // NewMapStore returns an empty MapStore.
@@ -65,6 +73,9 @@ func NewMapStore() *MapStore { return &MapStore{m: make(map[string][]byte)} }
 func (s *MapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
 	s.mu.Lock()
 	v, ok := s.m[string(key)]
+	if ok && s.Lose != nil && s.Lose(key) {
+		ok = false
+	}
 	if ok {
 		dst = append(dst, v...)
 	}
@@ -95,6 +106,14 @@ func (s *MapStore) Remove(key []byte) {
 	s.mu.Lock()
 	delete(s.m, string(key))
 	s.mu.Unlock()
+}
+
+// Contains implements Store.
+func (s *MapStore) Contains(key []byte) bool {
+	s.mu.Lock()
+	_, ok := s.m[string(key)]
+	s.mu.Unlock()
+	return ok
 }
 
 // Len returns the number of entries.

@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// slicedBody is the body of a response served from a sliced object
+// (whole, as a 200, or ranges of it): a rangeBody over a sliceSource,
+// pooled with its one-range array so that a whole-object hit allocates
+// nothing. fasthttp calls Close once the response is written (or
+// abandoned), which releases the source and returns the body to its pool.
+type slicedBody struct {
+	rangeBody
+	src sliceSource
+	one [1]ByteRange
+}
+
+var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
+
+// acquireSlicedBody returns a body for the object o (copied) under key,
+// reading ranges rs (nil: all of it). fr's template (nil tmpl: nothing is
+// fetched) is owned by the body from now on, even on error.
+func (s *Server) acquireSlicedBody(key []byte, o *object, rs []ByteRange, fr fetchReq) (*slicedBody, error) {
+	b := slicedBodyPool.Get().(*slicedBody)
+	b.rangeBody = rangeBody{src: &b.src, frame: b.frame[:0], m: s.m}
+	if err := b.src.init(s, key, o, fr); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	if rs == nil {
+		b.one[0] = ByteRange{0, o.BodyLen - 1}
+		rs = b.one[:]
+	}
+	b.ranges, b.size = rs, o.BodyLen
+	return b, nil
+}
+
+// Close releases the source and pools b.
+func (b *slicedBody) Close() error {
+	_ = b.rangeBody.Close()
+	b.rangeBody = rangeBody{frame: b.frame[:0]}
+	slicedBodyPool.Put(b)
+	return nil
+}
+
+// serveSliced answers from the sliced record in st.obj: the ranges rs with
+// code 206, or the whole body (rs nil) with 200. Before the status line
+// the body is prepared (sliceSource.prepare): if a slice is missing and
+// cannot be fetched, or the origin answers its fetch with another
+// representation, nothing is written and the request takes the miss
+// path; an origin failure is answered 502/504.
+func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []ByteRange, code int, cs cacheStatus) rangeOutcome {
+	o := &st.obj
+	var fr fetchReq
+	if o.Status == fasthttp.StatusOK && hasValidator(o) {
+		org := s.router.pick(ctx.Request.Header.Host())
+		if org == nil {
+			return rangeMissed
+		}
+		fr = s.fetchRequest(ctx, org, &st.rp)
+	}
+	b, err := s.acquireSlicedBody(st.key, o, rs, fr)
+	if err != nil {
+		return rangeMissed
+	}
+	if !ctx.IsHead() {
+		if err := b.src.prepare(b.ranges); err != nil {
+			_ = b.Close()
+			if originFailure(err) {
+				s.failOrigin(ctx, err)
+				return rangeServed
+			}
+			return rangeMissed
+		}
+	}
+	s.writeRanges(ctx, o.Headers, age, code, &b.rangeBody, b, b.src.sf != nil, cs)
+	return rangeServed
+}
