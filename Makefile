@@ -9,7 +9,7 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-unit test-race e2e lint fuzz bench bench-engine bench-hybrid bench-peers clean conformance
+.PHONY: all build build-bench demo test test-unit test-race e2e lint fuzz bench bench-engine bench-hybrid bench-peers clean conformance
 
 all: build
 
@@ -19,6 +19,13 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
 	@mv -f $(BIN)/proxy $(BIN)/strata
+
+# The benchmarks are a Go module of their own (bench/go.mod), so that
+# their plotting and histogram libraries stay out of strata's module graph.
+BENCH_CMDS := peerbench hybrid-bench engine-bench blockdev-bench
+build-bench:
+	@mkdir -p $(BIN)
+	cd bench && $(GO) build -o ../$(BIN)/ $(addprefix ./,$(BENCH_CMDS))
 
 # demo starts the sample origin and strata on loopback and shows a miss, a
 # memory hit, a disk hit, a no-store pass and the metrics with curl.
@@ -31,6 +38,7 @@ test: lint test-unit test-race conformance
 
 test-unit:
 	$(GO) test -tags invariants -count=1 $(PKGS)
+	cd bench && $(GO) test -count=1 ./...
 
 test-race:
 	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v /e2e)
@@ -45,25 +53,31 @@ e2e: build
 conformance:
 	@GO=$(GO) sh e2e/conformance/run.sh
 
+# lint also refuses tracked files over 1 MiB (build outputs, data sets):
+# they are cloned by everyone for good.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@big=$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print}'); \
+	  if [ -n "$$big" ]; then echo "tracked files over 1 MiB (do not commit build outputs or data):"; echo "$$big"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags invariants $(PKGS)
+	cd bench && $(GO) vet ./...
 	$(GO) test -count=1 -run 'TestLayering' ./e2e
 
 # fuzz runs every Fuzz target for FUZZTIME each (go test -fuzz takes one
 # target per invocation).
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
-	  dir=$$(dirname $$f); \
+	  dir=$$(dirname $$f); mod=.; \
+	  case $$dir in ./bench/*) mod=bench; dir=./$${dir#./bench/};; esac; \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
-	    echo "== $$dir $$t"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+	    echo "== $$mod $$dir $$t"; \
+	    (cd $$mod && $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir); \
 	  done; \
 	done
 
-# bench runs cmd/blockdev-bench: blockdev against fio (installed if
+# bench runs bench/blockdev-bench: blockdev against fio (installed if
 # missing) on one temporary file, on a real file system: TMPDIR or /tmp,
 # or this directory when that is tmpfs (where O_DIRECT means nothing).
 BENCHTIME   ?= 5s
@@ -72,14 +86,14 @@ BENCHROUNDS ?= 1
 bench: bench-engine bench-hybrid
 	@command -v fio >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fio)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/blockdev-bench ./cmd/blockdev-bench
+	cd bench && $(GO) build -o ../$(BIN)/blockdev-bench ./blockdev-bench
 	@base=$${TMPDIR:-/tmp}; \
 	  if [ "$$(stat -f -c %T $$base)" = tmpfs ]; then base=$(CURDIR); fi; \
 	  dir=$$(mktemp -d -p $$base blockdev-bench.XXXXXX) || exit 1; \
 	  $(BIN)/blockdev-bench -file $$dir/dev -size $(BENCHSIZE) -time $(BENCHTIME) -rounds $(BENCHROUNDS) -procs both; \
 	  rc=$$?; rm -rf $$dir; exit $$rc
 
-# bench-engine runs cmd/engine-bench: the disk engine against fio on the
+# bench-engine runs bench/engine-bench: the disk engine against fio on the
 # same files (write rate, rate-limited write rate, disk-hit Get latency,
 # recovery of a 4 GiB file, index RAM and GC with 5 M entries), medians of
 # ENGINEROUNDS rounds. It needs about 6 GiB free in TMPDIR (or here, when
@@ -89,22 +103,22 @@ ENGINEROUNDS ?= 3
 bench-engine:
 	@command -v fio >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fio)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/engine-bench ./cmd/engine-bench
+	cd bench && $(GO) build -o ../$(BIN)/engine-bench ./engine-bench
 	@base=$${TMPDIR:-/tmp}; \
 	  if [ "$$(stat -f -c %T $$base)" = tmpfs ]; then base=$(CURDIR); fi; \
 	  $(BIN)/engine-bench -dir $$base -time $(ENGINETIME) -rounds $(ENGINEROUNDS)
 
 # bench-peers: strata beside nginx proxy_cache, Varnish and Traffic Server
-# on the sample origin (issue 7); installs the peers and wrk if missing.
+# on the sample origin; installs the peers and wrk if missing.
 # SCENARIOS=1a,3 runs a subset; empty runs all.
 SCENARIOS ?=
-bench-peers: build
+bench-peers: build build-bench
 	$(BIN)/peerbench -scenarios "$(SCENARIOS)"
 
-# bench-hybrid runs cmd/hybrid-bench's standard workload, scaled to a
+# bench-hybrid runs bench/hybrid-bench's standard workload, scaled to a
 # 2-core machine, once per runtime mode on one temporary file (on a real
 # file system, as bench), then prints the three Total blocks side by side
-# with issue 4's targets. HB_OUT=dir keeps the JSON files.
+# with foyer-bench's published figures as targets. HB_OUT=dir keeps the JSON files.
 HB_TIME ?= 30
 HB_ARGS ?= --mem 64MiB --disk 1GiB --region-size 16MiB --entry-size-min 2KiB --entry-size-max 64KiB \
   --writers 4 --readers 4 --get-range 10000 --w-rate 16MiB --r-rate 16MiB --admission-rate-limit 32MiB \
@@ -112,7 +126,7 @@ HB_ARGS ?= --mem 64MiB --disk 1GiB --region-size 16MiB --entry-size-min 2KiB --e
 HB_MODES ?= disabled unified separated
 bench-hybrid:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/hybrid-bench ./cmd/hybrid-bench
+	cd bench && $(GO) build -o ../$(BIN)/hybrid-bench ./hybrid-bench
 	@base=$${TMPDIR:-/tmp}; \
 	  if [ "$$(stat -f -c %T $$base)" = tmpfs ]; then base=$(CURDIR); fi; \
 	  dir=$$(mktemp -d -p $$base hybrid-bench.XXXXXX) || exit 1; \

@@ -18,7 +18,7 @@ import (
 // (scheduler slot) until the runtime's sysmon takes it back, at the
 // earliest after 20µs; an SSD read takes about that long, so with
 // GOMAXPROCS=2 only about three reads are in flight however many goroutines
-// issue them. Measured with cmd/blockdev-bench (4 KiB random reads, 32
+// issue them. Measured with bench/blockdev-bench (4 KiB random reads, 32
 // goroutines, 2 vCPUs): about 60% of fio's IOPS at GOMAXPROCS=2, 75-90%
 // at GOMAXPROCS=32, at the same CPU per I/O. Whoever sizes the disk read
 // pool should raise GOMAXPROCS to cover it (the bench's P=jobs rows).

@@ -56,9 +56,7 @@ func TestLayering(t *testing.T) {
 			}
 			dep := strings.TrimPrefix(imp, "strata/")
 			depTop, _, _ := strings.Cut(dep, "/")
-			// cmd/internal/... holds what several binaries share (Go's
-			// internal rule keeps it to cmd/).
-			if !contains(allowed, depTop) && !(top == "cmd" && strings.HasPrefix(dep, "cmd/internal/")) {
+			if !contains(allowed, depTop) {
 				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, top, allowed)
 			}
 			if depTop == "configs" && !importersOfConfigs[rel] && !importersOfConfigs[top] {

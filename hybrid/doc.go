@@ -188,7 +188,7 @@
 //
 // # Figures
 //
-// make bench-engine (cmd/engine-bench): the engine against fio on the same
+// make bench-engine (bench/engine-bench): the engine against fio on the same
 // O_DIRECT file, medians of 3 rounds of 2 s, GOMAXPROCS 2, on a shared
 // 2-vCPU VM whose disk and CPUs other jobs were using (fio's own figures
 // moved 2× between runs), so only ratios from one run mean anything.

@@ -80,7 +80,7 @@ func BenchmarkEngineGetDisk(b *testing.B) {
 }
 
 // BenchmarkEngineWriteFile: write throughput of 16 KiB entries to a file
-// device (blockdev.Open, O_DIRECT) with no admission limit. cmd/engine-bench
+// device (blockdev.Open, O_DIRECT) with no admission limit. bench/engine-bench
 // compares the same against fio.
 func BenchmarkEngineWriteFile(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "dev")

@@ -1,4 +1,4 @@
--- wrk script for cmd/peerbench (issue 7).
+-- wrk script for bench/peerbench.
 -- Arguments (after "--"): mode path count [tag]
 --   mode  one    every request GETs path
 --         random path .. "&k=" .. N, N uniform in [0, count)
@@ -6,7 +6,7 @@
 --         range  path with "Range: bytes=X-(X+count-1)", X a random multiple of count
 --                below the object size (arg 4, bytes)
 -- Each thread draws from its own fixed seed, so every system sees the same sequence.
--- done() prints one line, "PEERBENCH {json}", that cmd/peerbench parses.
+-- done() prints one line, "PEERBENCH {json}", that bench/peerbench parses.
 
 local threads = {}
 local counter = 1

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"strata/cmd/internal/fio"
+	"strata/bench/internal/fio"
 	"strata/hybrid"
 )
 

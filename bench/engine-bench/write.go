@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"strata/admission"
+	"strata/bench/internal/fio"
 	"strata/blockdev"
-	"strata/cmd/internal/fio"
 	"strata/hybrid"
 )
 

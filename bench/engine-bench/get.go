@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"strata/cmd/internal/fio"
+	"strata/bench/internal/fio"
 	"strata/hybrid"
 )
 

@@ -1,6 +1,6 @@
 // Package fio runs the fio benchmark tool and reads its JSON report, for
 // the bench binaries that set strata's I/O beside fio's on the same file
-// (cmd/blockdev-bench, cmd/engine-bench).
+// (bench/blockdev-bench, bench/engine-bench).
 package fio
 
 import (

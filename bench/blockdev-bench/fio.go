@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"strata/cmd/internal/fio"
+	"strata/bench/internal/fio"
 )
 
 // runFio runs one case with fio on path: the same pattern as ours (pread
