@@ -98,10 +98,13 @@
 // lost while the body streams (evicted, or found damaged when read) is
 // fetched the same way. Any other object cannot have a slice fetched
 // again, so every slice the response covers is read into buffers of its
-// own first, within MaxLeasedBytes; one missing (or no budget) makes the
-// request a miss. What remains: an origin that fails or changes while a
-// lost slice is fetched mid-body; that response ends short (counted in
-// strata_responses_cut_short_total) and fasthttp closes the connection.
+// own first (up to FillWindow slices, within MaxLeasedBytes) and one
+// missing makes the request a miss. What remains: an origin that fails or
+// changes while a lost slice is fetched mid-body, and a slice lost after
+// the probe of a body without a validator too large to read first; that
+// response ends short (counted in strata_responses_cut_short_total) and
+// fasthttp closes the connection. Fetching such an object whole again on
+// every hit would cost more than the rare cut.
 //
 // # Errors
 //

@@ -82,8 +82,9 @@ type Options struct {
 	// MaxLeasedBytes bounds the bytes of sliced bodies read whole before
 	// their status line: an object without a strong validator cannot have
 	// a lost slice fetched again, so a hit on it reads every slice it will
-	// send first (see sliceSource). A hit that would pass the bound is a
-	// miss. Default 64 MiB.
+	// send first (see sliceSource). A response of more than FillWindow
+	// slices, or one that would pass the bound, is only probed. Default
+	// 64 MiB.
 	MaxLeasedBytes int64 `yaml:"-"`
 	// MaxVariants bounds the variants (responses with Vary, one per
 	// secondary key) stored per URL; storing one more evicts the oldest.

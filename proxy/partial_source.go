@@ -15,8 +15,8 @@ var (
 	// cannot be fetched from the origin (no strong validator, or a status
 	// other than 200), so the object cannot be served whole.
 	errSliceMissing = errors.New("proxy: a slice of the object is missing and cannot be fetched")
-	// errLeaseBudget: reading the body whole before the status line would
-	// pass Options.MaxLeasedBytes.
+	// errLeaseBudget: reading the body before the status line would pass
+	// a request's share or Options.MaxLeasedBytes.
 	errLeaseBudget = errors.New("proxy: too many bodies held for their status lines")
 )
 
@@ -38,8 +38,11 @@ var (
 // response streams) is fetched the same way, so only an origin failing or
 // changing in that window ends a response short. Any other object has
 // every slice it will send read into buffers of its own first (leased,
-// within Options.MaxLeasedBytes): a missing one, or no budget, makes the
-// request a miss.
+// up to FillWindow slices a response, within Options.MaxLeasedBytes in
+// all), and a missing one makes the request a miss. A body too large to
+// lease is only probed: a slice lost after the probe cuts it short
+// (counted), the price of not fetching a large object whole again on
+// every hit.
 //
 // It owns a copy of the record, the origin request template and one
 // slice buffer; close releases them and any fetch it holds. The zero
@@ -98,36 +101,53 @@ func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPo
 }
 
 // prepare is called before the status line of a response that will read
-// the ranges rs (in order): it probes every slice they cover and makes the
-// first one missing from the store readable (a fetch started and its
-// answer checked). An error means the response cannot be promised: the
-// request is a miss (or, for an origin failure, a 502/504).
+// the ranges rs (in order). It leases the body of an object that is not
+// fetchable when it can, and otherwise probes every slice the ranges
+// cover and makes the first one missing from the store readable (a fetch
+// started and its answer checked). An error means the response cannot be
+// promised: the request is a miss (or, for an origin failure, a 502/504).
 func (r *sliceSource) prepare(rs []ByteRange) error {
 	if !r.fetchable {
-		return r.lease(rs)
+		if err := r.lease(rs); err != errLeaseBudget {
+			return err
+		}
 	}
+	i, end, ok := r.firstMissing(rs)
+	switch {
+	case !ok:
+		return nil
+	case !r.fetchable:
+		return fmt.Errorf("%w: slice %d", errSliceMissing, i)
+	}
+	return r.load(i, end)
+}
+
+// firstMissing returns the first slice the ranges rs cover that the store
+// does not hold, with the end of its range.
+func (r *sliceSource) firstMissing(rs []ByteRange) (idx int, end int64, ok bool) {
 	sz := int64(r.obj.SliceSize)
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
 			r.kbuf = sliceKey(r.kbuf[:0], r.key, i)
-			if r.s.store.Contains(r.kbuf) {
-				continue
+			if !r.s.store.Contains(r.kbuf) {
+				return i, rg.End + 1, true
 			}
-			if !r.fetchable {
-				return errSliceMissing
-			}
-			return r.load(i, rg.End+1)
 		}
 	}
-	return nil
+	return 0, 0, false
 }
 
-// lease reads every slice the ranges rs cover into slabs of r's own.
+// lease reads every slice the ranges rs cover into slabs of r's own:
+// errLeaseBudget (nothing done) when they are more than FillWindow slices
+// or would pass MaxLeasedBytes, errSliceMissing when one is not there.
 func (r *sliceSource) lease(rs []ByteRange) error {
 	sz := int64(r.obj.SliceSize)
 	var n int64
 	for _, rg := range rs {
 		n += (rg.End/sz - rg.Start/sz + 1) * sz
+	}
+	if n > int64(r.s.opts.FillWindow)*sz {
+		return errLeaseBudget
 	}
 	if r.s.leased.Add(n) > r.s.opts.MaxLeasedBytes {
 		r.s.leased.Add(-n)

@@ -76,7 +76,8 @@ func TestSlicedHit(t *testing.T) {
 // object without one has its slices read before the status line, and one
 // missing makes the request a clean miss (a whole refill). A slice that
 // the probe saw but that cannot be read (damaged on disk) is fetched
-// mid-body; only when that fetch fails too is the response cut short,
+// mid-body; only when that fetch fails too, or the object has no
+// validator and is too large to read first, is the response cut short,
 // counted.
 func TestSlicedHitWholeOrMiss(t *testing.T) {
 	const lost = 2 // slice index removed or made unreadable
@@ -89,17 +90,25 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 		status    string
 		origin    string // the Range the origin saw; "" a plain GET, "*" not checked
 		cutShort  bool
+		window    int // FillWindow: the slices a response may lease (the object has 5); 0 the default
 	}{
-		{"evicted, validator", true, false, false, "strata; hit; detail=memory", rng, false},
-		{"evicted, no validator", false, false, false, "strata; fwd=miss; stored", "", false},
-		{"unreadable, validator", true, true, false, "strata; hit; detail=memory", rng, false},
-		{"unreadable, no validator", false, true, false, "strata; fwd=miss; stored", "", false},
-		{"evicted, validator, range refused", true, false, true, "strata; fwd=miss", "*", false},
-		{"unreadable, validator, range refused", true, true, true, "", rng, true},
+		{"evicted, validator", true, false, false, "strata; hit; detail=memory", rng, false, 0},
+		{"evicted, no validator", false, false, false, "strata; fwd=miss; stored", "", false, 8},
+		{"unreadable, validator", true, true, false, "strata; hit; detail=memory", rng, false, 0},
+		{"unreadable, no validator", false, true, false, "strata; fwd=miss; stored", "", false, 8},
+		{"evicted, validator, range refused", true, false, true, "strata; fwd=miss", "*", false, 0},
+		{"unreadable, validator, range refused", true, true, true, "", rng, true, 0},
+		{"evicted, no validator, too large to lease", false, false, false, "strata; fwd=miss; stored", "", false, 2},
+		{"unreadable, no validator, too large to lease", false, true, false, "", "", true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ro := &rangeOrigin{size: 300 << 10, etag: tc.etag}
-			p := newRangePair(t, ro)
+			p := newPair(t, ro.handler, func(o *Options) {
+				o.SliceSize = testSlice
+				if tc.window > 0 {
+					o.FillWindow = tc.window
+				}
+			})
 			want := ro.body(0)
 			releaseResp(p.get("/obj"))
 			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
