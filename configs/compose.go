@@ -192,6 +192,7 @@ func originOptions(ps *problems, i int, org Origin) proxy.OriginOptions {
 		ResponseTimeout: org.Timeouts.Read.D(),
 		IdleTimeout:     org.Timeouts.Idle.D(),
 		MaxConns:        org.MaxConns,
+		MaxHeaderBytes:  int(org.MaxHeaderBytes),
 	}
 }
 

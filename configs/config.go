@@ -41,6 +41,10 @@ type Origin struct {
 	CAFile     string         `yaml:"ca_file,omitempty"` // extra PEM roots for an https origin; verification stays on
 	Timeouts   OriginTimeouts `yaml:"timeouts"`
 	MaxConns   int            `yaml:"max_conns"` // connections to this origin; default 512
+	// Status line and header block of a response; larger: 502 (kind
+	// header_too_large), not retried. Each origin request in flight holds a
+	// read buffer this size. Default 64KiB.
+	MaxHeaderBytes Size `yaml:"max_header_bytes"`
 }
 
 // OriginTimeouts bound the stages of an origin fetch. An elapsed connect

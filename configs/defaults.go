@@ -26,6 +26,7 @@ const (
 	DefaultSliceSize       = 1 * MiB
 	DefaultMaxObjectSize   = 256 * MiB
 	DefaultOriginMaxConns  = 512
+	DefaultOriginMaxHeader = 64 * KiB
 	DefaultConnectTimeout  = 5 * time.Second
 	DefaultReadTimeout     = 30 * time.Second
 	DefaultIdleTimeout     = 90 * time.Second
@@ -82,6 +83,7 @@ func (o *Origin) ensureDefaults() {
 	setDur(&o.Timeouts.Read, DefaultReadTimeout)
 	setDur(&o.Timeouts.Idle, DefaultIdleTimeout)
 	setInt(&o.MaxConns, DefaultOriginMaxConns)
+	setSize(&o.MaxHeaderBytes, DefaultOriginMaxHeader)
 }
 
 func (c *Cache) ensureDefaults() {

@@ -118,6 +118,8 @@ func TestBadConfigs(t *testing.T) {
 `, []string{`3: origins[1].name: duplicate`, `3: origins[1].hosts[0]: host "X.com" is also routed to origins[0]`}},
 		{"unreachable origin", "origins:\n  - {url: \"http://a:1\", default: true}\n  - url: http://b:1\n",
 			[]string{`3: origins[1].hosts: an origin that is not the default needs hosts`}},
+		{"origin header limit", "origins:\n  - url: http://a:1\n    max_header_bytes: 1KiB\n",
+			[]string{`3: origins[0].max_header_bytes: must be between 4096 and 1048576`}},
 		{"ca_file on http", "origins:\n  - url: http://a:1\n    ca_file: /x.pem\n",
 			[]string{`3: origins[0].ca_file: only for an https origin`}},
 		{"tls half set", good + "tls:\n  cert_file: c.pem\n",

@@ -101,6 +101,7 @@ func (o *Origin) validate(ps *problems, f string) {
 	checkPositiveDur(ps, f+".timeouts.read", o.Timeouts.Read)
 	checkPositiveDur(ps, f+".timeouts.idle", o.Timeouts.Idle)
 	checkRange(ps, f+".max_conns", int64(o.MaxConns), 1, 1<<20)
+	checkRange(ps, f+".max_header_bytes", int64(o.MaxHeaderBytes), 4*KiB, MiB)
 }
 
 func (c *Cache) validate(ps *problems) {

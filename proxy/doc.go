@@ -96,12 +96,13 @@
 // headers and to each body read, see progressConn). Every other origin
 // failure before the body is 502 with a text naming it: unreachable
 // (connect failed, or the connection ended before a response), a header
-// block too large to read, a repeated or non-numeric Content-Length,
-// too many 1xx responses, a malformed header, a framing strata cannot
-// read (origin_fault.go). Only unreachable is retried, once: a response
-// the origin did send would come the same way again. Each failure is
-// counted under its kind in strata_origin_errors_total. None of these,
-// nor 4xx/5xx answers without explicit freshness, are stored.
+// block over OriginOptions.MaxHeaderBytes, a repeated or non-numeric
+// Content-Length, too many 1xx responses, a malformed header, a framing
+// strata cannot read (origin_fault.go). Only unreachable is retried,
+// once: a response the origin did send would come the same way again.
+// Each failure is counted under its kind in strata_origin_errors_total.
+// None of these, nor 4xx/5xx answers without explicit freshness, are
+// stored.
 //
 // # Borrowed bytes
 //

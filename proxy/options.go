@@ -43,6 +43,13 @@ type OriginOptions struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// MaxConns bounds connections to this origin. Default 512.
 	MaxConns int `yaml:"max_conns"`
+	// MaxHeaderBytes bounds the status line and header block of the
+	// origin's responses (with its 1xx responses before it); a larger one
+	// is answered 502 (ErrOriginHeaderTooLarge) and not retried. It is the
+	// size of the read buffer each origin request holds while its response
+	// streams. Default 64 KiB (fasthttp's own 4 KiB refused large CSP,
+	// cookie and object-store metadata headers); 4 KiB..1 MiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
 }
 
 // Options configure a Server. The zero value plus one origin works after
@@ -166,6 +173,7 @@ func (o *Options) EnsureDefaults() {
 		setDefault(&oo.ResponseTimeout, 30*time.Second)
 		setDefault(&oo.IdleTimeout, 60*time.Second)
 		setDefault(&oo.MaxConns, 512)
+		setDefault(&oo.MaxHeaderBytes, 64<<10)
 	}
 	if len(o.Origins) == 1 {
 		o.Origins[0].Default = true
@@ -238,6 +246,9 @@ func (o *Options) validateOrigins() []error {
 		}
 		if oo.ConnectTimeout <= 0 || oo.ResponseTimeout <= 0 || oo.IdleTimeout <= 0 || oo.MaxConns <= 0 {
 			bad(i, "timeouts and max_conns must be positive")
+		}
+		if oo.MaxHeaderBytes < 4<<10 || oo.MaxHeaderBytes > 1<<20 {
+			bad(i, "max_header_bytes %d not in [4KiB, 1MiB]", oo.MaxHeaderBytes)
 		}
 		if oo.CAFile != "" && (err != nil || u.Scheme != "https") {
 			bad(i, "ca_file is for https origins")

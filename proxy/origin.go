@@ -58,6 +58,7 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 			return &progressConn{Conn: c, timeout: oo.ResponseTimeout}, nil
 		},
 		MaxConns:                      oo.MaxConns,
+		ReadBufferSize:                oo.MaxHeaderBytes, // bounds the header block (ErrSmallBuffer)
 		MaxConnWaitTimeout:            oo.ConnectTimeout,
 		MaxIdleConnDuration:           oo.IdleTimeout,
 		StreamResponseBody:            true,

@@ -102,3 +102,62 @@ func TestOriginCause(t *testing.T) {
 		}
 	}
 }
+
+// manyHeaders is a cacheable response with n header fields of size bytes
+// each (name, colon, space and value; CRLF not counted).
+func manyHeaders(n, size int) string {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 2\r\n")
+	for i := range n {
+		name := fmt.Sprintf("X-Meta-%03d: ", i)
+		b.WriteString(name + strings.Repeat("v", size-len(name)) + "\r\n")
+	}
+	b.WriteString("\r\nhi")
+	return b.String()
+}
+
+// TestOriginMaxHeaderBytes: a header block under OriginOptions.
+// MaxHeaderBytes (default 64 KiB) is served and stored; one over it is a
+// 502 header_too_large, asked for once per request.
+func TestOriginMaxHeaderBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  int // 0: the default
+		n      int // header fields of 400 bytes
+		status int
+	}{
+		{"20 fields, default", 0, 20, 200},
+		{"150 fields, default", 0, 150, 200},
+		{"170 fields, default", 0, 170, 502},
+		{"20 fields, 4KiB", 4 << 10, 20, 502},
+		{"9 fields, 4KiB", 4 << 10, 9, 200},
+		{"20 fields, 16KiB", 16 << 10, 20, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, requests := rawOrigin(t, manyHeaders(tc.n, 400))
+			p := newPair(t, cacheable("unused"), func(o *Options) {
+				o.Origins[0].URL, o.Origins[0].MaxHeaderBytes = u, tc.limit
+			})
+			p.client.ReadBufferSize = 128 << 10
+			for i := range 2 {
+				r := p.get("/h")
+				if r.StatusCode() != tc.status {
+					t.Fatalf("request %d: %d %q, want %d", i, r.StatusCode(), r.Body(), tc.status)
+				}
+				p.settle()
+			}
+			wantRequests, wantErrors := int64(2), 2.0
+			if tc.status == 200 {
+				wantRequests, wantErrors = 1, 0 // the second was a hit
+				last := fmt.Sprintf("X-Meta-%03d", tc.n-1)
+				expectHeader(t, p.get("/h"), last, strings.Repeat("v", 400-len(last)-2))
+			}
+			if n := requests.Load(); n != wantRequests {
+				t.Errorf("origin saw %d requests, want %d", n, wantRequests)
+			}
+			if got := testutil.ToFloat64(p.srv.m.originErrors[faultOf(ErrOriginHeaderTooLarge)]); got != wantErrors {
+				t.Errorf("header_too_large counted %v times, want %v", got, wantErrors)
+			}
+		})
+	}
+}
