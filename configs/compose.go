@@ -153,6 +153,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		MaxVariants:   c.HTTP.MaxVariants,
 		MaxFills:      l.MaxFills,
 		MaxLargeFills: l.MaxLargeFills,
+		FillTimeout:   l.FillTimeout.D(),
 		Key: proxy.KeyOptions{
 			IgnoreQuery:    c.Key.IgnoreQuery,
 			SortQuery:      c.Key.SortQuery,

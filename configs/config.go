@@ -51,7 +51,7 @@ type Origin struct {
 // or read timeout answers 504.
 type OriginTimeouts struct {
 	Connect Duration `yaml:"connect"` // TCP (and TLS) connect; default 5s
-	Read    Duration `yaml:"read"`    // between bytes of the response; default 30s
+	Read    Duration `yaml:"read"`    // stall: the longest wait for the next bytes of a response; default 30s
 	Idle    Duration `yaml:"idle"`    // idle keep-alive connection lifetime; default 90s
 }
 
@@ -122,6 +122,7 @@ type Limits struct {
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
 	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
 	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64
+	FillTimeout     Duration `yaml:"fill_timeout"`     // a whole origin fill, however steady; past it: cut, not stored; default 10m
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m

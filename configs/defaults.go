@@ -37,6 +37,7 @@ const (
 	DefaultMaxConns        = 10000
 	DefaultMaxFills        = 1024
 	DefaultMaxLargeFills   = 64
+	DefaultFillTimeout     = 10 * time.Minute
 	DefaultSurrogateToken  = "strata"
 	DefaultMaxRequestBody  = 16 * MiB
 	DefaultClientRead      = 30 * time.Second
@@ -126,6 +127,7 @@ func (l *Limits) ensureDefaults() {
 	setInt(&l.MaxConns, DefaultMaxConns)
 	setInt(&l.MaxFills, DefaultMaxFills)
 	setInt(&l.MaxLargeFills, DefaultMaxLargeFills)
+	setDur(&l.FillTimeout, DefaultFillTimeout)
 	setSize(&l.MaxRequestBody, DefaultMaxRequestBody)
 	setDur(&l.ReadTimeout, DefaultClientRead)
 	setDur(&l.WriteTimeout, DefaultClientWrite)

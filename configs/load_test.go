@@ -100,6 +100,8 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`5: limits.read_timeout: bad duration "30"`}},
 		{"negative duration", good + "limits:\n  read_timeout: -1s\n",
 			[]string{`5: limits.read_timeout: must be positive`}},
+		{"negative fill timeout", good + "limits:\n  fill_timeout: -5m\n",
+			[]string{`5: limits.fill_timeout: must be positive`}},
 		{"bad URL scheme", "origins:\n  - url: ftp://x\n",
 			[]string{`2: origins[0].url: bad URL "ftp://x": scheme`}},
 		{"URL with path", "origins:\n  - url: http://x/bucket\n",

@@ -169,6 +169,7 @@ func (l *Limits) validate(ps *problems) {
 	checkRange(ps, "limits.max_header_bytes", int64(l.MaxHeaderBytes), KiB, MiB)
 	checkRange(ps, "limits.max_conns", int64(l.MaxConns), 1, 1<<24)
 	checkRange(ps, "limits.max_request_body", int64(l.MaxRequestBody), 0, 1<<50)
+	checkPositiveDur(ps, "limits.fill_timeout", l.FillTimeout)
 	checkPositiveDur(ps, "limits.read_timeout", l.ReadTimeout)
 	checkPositiveDur(ps, "limits.write_timeout", l.WriteTimeout)
 	checkPositiveDur(ps, "limits.idle_timeout", l.IdleTimeout)

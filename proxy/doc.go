@@ -93,7 +93,9 @@
 // # Errors
 //
 // Origin silent past ResponseTimeout 504 (the timeout applies to the
-// headers and to each body read, see progressConn). Every other origin
+// headers and to each body read, see progressConn); an origin that keeps
+// sending, slowly, is stopped by FillTimeout; mid-body, either cuts the
+// client's connection and counts as a timeout. Every other origin
 // failure before the body is 502 with a text naming it: unreachable
 // (connect failed, or the connection ended before a response), a header
 // block over OriginOptions.MaxHeaderBytes, a repeated or non-numeric

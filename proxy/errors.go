@@ -7,8 +7,9 @@ var (
 	ErrInvalidOptions = errors.New("proxy: invalid options")
 	// ErrNoOrigin: no origin matches the request's Host and none is the default.
 	ErrNoOrigin = errors.New("proxy: no origin for host")
-	// ErrOriginTimeout: the origin did not answer (or stalled) within
-	// OriginOptions.ResponseTimeout. Served as 504.
+	// ErrOriginTimeout: the origin did not answer, or stalled mid-body,
+	// within OriginOptions.ResponseTimeout, or a fill ran past
+	// Options.FillTimeout. Served as 504 when nothing was sent yet.
 	ErrOriginTimeout = errors.New("proxy: origin timeout")
 	// ErrOriginUnreachable: connecting to the origin failed, or the
 	// connection failed or closed before the first byte of a response.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -302,11 +303,23 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 	err := f.pump(ctx, body)
 	stop()
 	if err != nil {
-		s.countOriginError(err)
-		f.fail(err)
+		s.fillFailed(ctx, f, err)
 	}
 	resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)
+}
+
+// fillFailed fails f with err, the reason its body pump stopped: past
+// FillTimeout that is a timeout, whatever the read returned. A fill
+// nobody reads any more is not an origin failure and is not counted.
+func (s *Server) fillFailed(ctx context.Context, f *fill, err error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrOriginTimeout) {
+		err = fmt.Errorf("%w: fill_timeout %v: %v", ErrOriginTimeout, s.opts.FillTimeout, err)
+	}
+	if !errors.Is(err, errNoReaders) {
+		s.countOriginError(err)
+	}
+	f.fail(err)
 }
 
 // start records the response headers and opens the fill to readers.

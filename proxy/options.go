@@ -36,8 +36,11 @@ type OriginOptions struct {
 	// ConnectTimeout bounds dialling (and the TLS handshake). Default 5s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// ResponseTimeout is the longest wait for the response headers and for
-	// each read of the body: an origin silent that long gets 504 (before
-	// headers) or a cut connection (mid-body). Default 30s.
+	// each read of the body, so a stall timeout between bytes (see
+	// progressConn): an origin silent that long gets 504 (before headers)
+	// or a cut connection (mid-body), counted as a timeout. An origin that
+	// keeps sending, however slowly, is bounded by Options.FillTimeout
+	// only. Default 30s.
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleTimeout closes keep-alive connections idle that long. Default 60s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
@@ -103,7 +106,12 @@ type Options struct {
 	// no-cache forbid it. Default 1h; negative: never (then only
 	// stale-if-error and Policy.Grace apply).
 	StaleIfUnreachable time.Duration `yaml:"stale_if_unreachable"`
-	// FillTimeout bounds a whole fill (headers and body). Default 10m.
+	// FillTimeout bounds a whole fill or slice fetch, headers and body,
+	// however steadily the origin sends (ResponseTimeout bounds each wait
+	// between bytes): past it the fill stops, its readers' connections are
+	// cut, nothing is stored, and it counts as an origin timeout. A pass
+	// (uncached) response is bounded by the client's WriteTimeout instead.
+	// Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// FillLagWait is how long a stored fill holds back for a reader that
 	// has fallen a window behind before it lets that reader go on alone

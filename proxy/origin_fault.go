@@ -77,6 +77,15 @@ func originCause(err error) error {
 	return ErrOriginUnreachable
 }
 
+// bodyError names why reading an origin body failed: no byte within
+// ResponseTimeout (a stall) is a timeout; anything else cut it short.
+func bodyError(err error) error {
+	if isTimeout(err) {
+		return fmt.Errorf("%w: body stalled: %v", ErrOriginTimeout, err)
+	}
+	return fmt.Errorf("%w: %v", ErrTruncated, err)
+}
+
 // retryOrigin is the origin client's RetryIfErr: one more attempt, on a
 // new connection, when the origin sent nothing of a response (a kept-alive
 // connection it had closed); never after a timeout, nor for a response it
