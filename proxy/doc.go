@@ -25,7 +25,8 @@
 // same way while one background revalidation runs (revalidate.go,
 // stale.go). Anything else (must validate, corrupt, sliceless, none) goes
 // to the miss path (fwd=stale, fwd=request, fwd=miss, fwd=uri-miss; ";
-// stored" added when the response is being stored), carrying the stored
+// stored" added when the response is still being stored as its headers
+// go out, see fill.status), carrying the stored
 // record along for revalidation and stale-if-error. Unsafe methods are
 // passed and invalidate the URL on success (invalidate.go).
 //
@@ -44,7 +45,9 @@
 // streams it through, and every waiter makes its own origin request: a
 // private answer is never shared. Otherwise all of them read the same
 // body as it arrives (read-while-write), with "collapsed" in the waiters'
-// Cache-Status.
+// Cache-Status. A request whose fill failed before it answered is answered
+// as for an origin failure (stale if allowed, else 502 or 504); one whose
+// fill fails after has its connection cut.
 //
 // Memory bound: the fill keeps FillWindow slice buffers (slot i%window
 // holds slice i), pooled by size class and grown only with bytes that

@@ -193,11 +193,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.pass(ctx, o, cs)
 		return
 	}
-	if leader {
-		cs = cs.stored()
-	} else {
-		cs = csCollapsed
-	}
+	cs = f.status(cs, leader)
 	if f.declared < 0 {
 		s.serveFill(ctx, f, o, cs)
 		return
