@@ -153,6 +153,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		MaxVariants:   c.HTTP.MaxVariants,
 		MaxFills:      l.MaxFills,
 		MaxLargeFills: l.MaxLargeFills,
+		FillTimeout:   l.FillTimeout.D(),
 		Key: proxy.KeyOptions{
 			IgnoreQuery:    c.Key.IgnoreQuery,
 			SortQuery:      c.Key.SortQuery,
@@ -192,6 +193,7 @@ func originOptions(ps *problems, i int, org Origin) proxy.OriginOptions {
 		ResponseTimeout: org.Timeouts.Read.D(),
 		IdleTimeout:     org.Timeouts.Idle.D(),
 		MaxConns:        org.MaxConns,
+		MaxHeaderBytes:  int(org.MaxHeaderBytes),
 	}
 }
 

@@ -37,6 +37,8 @@ func TestCompose(t *testing.T) {
 		{"frequency off", p.Admission.Frequency.Disabled, true},
 		{"origin", p.Proxy.Origins[0].URL, "http://127.0.0.1:8081"},
 		{"origin read", p.Proxy.Origins[0].ResponseTimeout, 30 * time.Second},
+		{"origin header bytes", p.Proxy.Origins[0].MaxHeaderBytes, 64 << 10},
+		{"fill timeout", p.Proxy.FillTimeout, 10 * time.Minute},
 		{"slice", p.Proxy.SliceSize, 1 << 20},
 		{"max object", p.Proxy.MaxObjectSize, int64(256 << 20)},
 		{"header bytes", p.Proxy.MaxHeaderBytes, 16 << 10},
@@ -166,5 +168,24 @@ func TestComposePromotion(t *testing.T) {
 	_, err := Load([]byte("origins: [{url: http://o:80}]\ncache:\n  promotion: sometimes\n"), "t.yaml")
 	if err == nil || !strings.Contains(err.Error(), "t.yaml:3: cache.promotion") {
 		t.Fatalf("bad promotion: %v", err)
+	}
+}
+
+// TestComposeOriginLimits: origin limits set in the file reach
+// proxy.Options.
+func TestComposeOriginLimits(t *testing.T) {
+	c, err := Load([]byte("origins:\n  - url: http://o:80\n    max_header_bytes: 16KiB\nlimits:\n  fill_timeout: 90s\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compose(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Proxy.Origins[0].MaxHeaderBytes; got != 16<<10 {
+		t.Errorf("max_header_bytes %d, want %d", got, 16<<10)
+	}
+	if got := p.Proxy.FillTimeout; got != 90*time.Second {
+		t.Errorf("fill_timeout %v, want 90s", got)
 	}
 }

@@ -41,13 +41,17 @@ type Origin struct {
 	CAFile     string         `yaml:"ca_file,omitempty"` // extra PEM roots for an https origin; verification stays on
 	Timeouts   OriginTimeouts `yaml:"timeouts"`
 	MaxConns   int            `yaml:"max_conns"` // connections to this origin; default 512
+	// Status line and header block of a response; larger: 502 (kind
+	// header_too_large), not retried. Each origin request in flight holds a
+	// read buffer this size. Default 64KiB.
+	MaxHeaderBytes Size `yaml:"max_header_bytes"`
 }
 
 // OriginTimeouts bound the stages of an origin fetch. An elapsed connect
 // or read timeout answers 504.
 type OriginTimeouts struct {
 	Connect Duration `yaml:"connect"` // TCP (and TLS) connect; default 5s
-	Read    Duration `yaml:"read"`    // between bytes of the response; default 30s
+	Read    Duration `yaml:"read"`    // stall: the longest wait for the next bytes of a response; default 30s
 	Idle    Duration `yaml:"idle"`    // idle keep-alive connection lifetime; default 90s
 }
 
@@ -118,6 +122,7 @@ type Limits struct {
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
 	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
 	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64
+	FillTimeout     Duration `yaml:"fill_timeout"`     // a whole origin fill, however steady; past it: cut, not stored; default 10m
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m

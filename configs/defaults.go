@@ -26,6 +26,7 @@ const (
 	DefaultSliceSize       = 1 * MiB
 	DefaultMaxObjectSize   = 256 * MiB
 	DefaultOriginMaxConns  = 512
+	DefaultOriginMaxHeader = 64 * KiB
 	DefaultConnectTimeout  = 5 * time.Second
 	DefaultReadTimeout     = 30 * time.Second
 	DefaultIdleTimeout     = 90 * time.Second
@@ -36,6 +37,7 @@ const (
 	DefaultMaxConns        = 10000
 	DefaultMaxFills        = 1024
 	DefaultMaxLargeFills   = 64
+	DefaultFillTimeout     = 10 * time.Minute
 	DefaultSurrogateToken  = "strata"
 	DefaultMaxRequestBody  = 16 * MiB
 	DefaultClientRead      = 30 * time.Second
@@ -82,6 +84,7 @@ func (o *Origin) ensureDefaults() {
 	setDur(&o.Timeouts.Read, DefaultReadTimeout)
 	setDur(&o.Timeouts.Idle, DefaultIdleTimeout)
 	setInt(&o.MaxConns, DefaultOriginMaxConns)
+	setSize(&o.MaxHeaderBytes, DefaultOriginMaxHeader)
 }
 
 func (c *Cache) ensureDefaults() {
@@ -124,6 +127,7 @@ func (l *Limits) ensureDefaults() {
 	setInt(&l.MaxConns, DefaultMaxConns)
 	setInt(&l.MaxFills, DefaultMaxFills)
 	setInt(&l.MaxLargeFills, DefaultMaxLargeFills)
+	setDur(&l.FillTimeout, DefaultFillTimeout)
 	setSize(&l.MaxRequestBody, DefaultMaxRequestBody)
 	setDur(&l.ReadTimeout, DefaultClientRead)
 	setDur(&l.WriteTimeout, DefaultClientWrite)

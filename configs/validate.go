@@ -101,6 +101,7 @@ func (o *Origin) validate(ps *problems, f string) {
 	checkPositiveDur(ps, f+".timeouts.read", o.Timeouts.Read)
 	checkPositiveDur(ps, f+".timeouts.idle", o.Timeouts.Idle)
 	checkRange(ps, f+".max_conns", int64(o.MaxConns), 1, 1<<20)
+	checkRange(ps, f+".max_header_bytes", int64(o.MaxHeaderBytes), 4*KiB, MiB)
 }
 
 func (c *Cache) validate(ps *problems) {
@@ -168,6 +169,7 @@ func (l *Limits) validate(ps *problems) {
 	checkRange(ps, "limits.max_header_bytes", int64(l.MaxHeaderBytes), KiB, MiB)
 	checkRange(ps, "limits.max_conns", int64(l.MaxConns), 1, 1<<24)
 	checkRange(ps, "limits.max_request_body", int64(l.MaxRequestBody), 0, 1<<50)
+	checkPositiveDur(ps, "limits.fill_timeout", l.FillTimeout)
 	checkPositiveDur(ps, "limits.read_timeout", l.ReadTimeout)
 	checkPositiveDur(ps, "limits.write_timeout", l.WriteTimeout)
 	checkPositiveDur(ps, "limits.idle_timeout", l.IdleTimeout)

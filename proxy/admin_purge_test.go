@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,4 +149,50 @@ func TestPurgeSurvivesRestart(t *testing.T) {
 		}
 	}
 	_ = srv.Close(t.Context())
+}
+
+// TestPurgeNotSaved: a purge whose state file cannot be written (here the
+// directory became a file; a full disk fails the same write) answers 500
+// with the error, logs it once per failed purge, and still holds in
+// memory.
+func TestPurgeNotSaved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	p := newPair(t, taggedOrigin, func(o *Options) {
+		o.PurgeToken, o.Purge.StateFile = "t0k", filepath.Join(dir, "purge.state")
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	for _, path := range []string{"/red/1", "/img/a"} {
+		p.cached(path)
+	}
+	p.clock.Advance(time.Second)
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil { // CreateTemp in it fails
+		t.Fatal(err)
+	}
+	a := NewAdmin(p.srv, nil)
+	for i, q := range []string{"tag=red", "prefix=http://example.com/img/"} {
+		code, body := adminDo(a, "POST", "/purge?"+q, token)
+		var ans purgeAnswer
+		if err := json.Unmarshal([]byte(body), &ans); err != nil || code != 500 || !strings.Contains(ans.Error, "proxy: purge state: ") {
+			t.Errorf("%s: %d %s, want 500 naming the state file error", q, code, body)
+		}
+		if n := strings.Count(logs.String(), "proxy: purge not saved"); n != i+1 {
+			t.Errorf("after %s: %d log lines, want %d:\n%s", q, n, i+1, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "not a directory") {
+		t.Errorf("log lacks the error:\n%s", logs.String())
+	}
+	p.clock.Advance(time.Second)
+	for _, path := range []string{"/red/1", "/img/a"} {
+		if p.cached(path) {
+			t.Errorf("%s still cached: the purge must hold in memory", path)
+		}
+	}
 }

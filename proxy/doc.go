@@ -25,7 +25,8 @@
 // same way while one background revalidation runs (revalidate.go,
 // stale.go). Anything else (must validate, corrupt, sliceless, none) goes
 // to the miss path (fwd=stale, fwd=request, fwd=miss, fwd=uri-miss; ";
-// stored" added when the response is being stored), carrying the stored
+// stored" added when the response is still being stored as its headers
+// go out, see fill.status), carrying the stored
 // record along for revalidation and stale-if-error. Unsafe methods are
 // passed and invalidate the URL on success (invalidate.go).
 //
@@ -44,7 +45,9 @@
 // streams it through, and every waiter makes its own origin request: a
 // private answer is never shared. Otherwise all of them read the same
 // body as it arrives (read-while-write), with "collapsed" in the waiters'
-// Cache-Status.
+// Cache-Status. A request whose fill failed before it answered is answered
+// as for an origin failure (stale if allowed, else 502 or 504); one whose
+// fill fails after has its connection cut.
 //
 // Memory bound: the fill keeps FillWindow slice buffers (slot i%window
 // holds slice i), pooled by size class and grown only with bytes that
@@ -108,9 +111,18 @@
 //
 // # Errors
 //
-// Origin unreachable 502; origin silent past ResponseTimeout 504 (the
-// timeout applies to the headers and to each body read, see progressConn);
-// none of these, nor 4xx/5xx answers without explicit freshness, are
+// Origin silent past ResponseTimeout 504 (the timeout applies to the
+// headers and to each body read, see progressConn); an origin that keeps
+// sending, slowly, is stopped by FillTimeout; mid-body, either cuts the
+// client's connection and counts as a timeout. Every other origin
+// failure before the body is 502 with a text naming it: unreachable
+// (connect failed, or the connection ended before a response), a header
+// block over OriginOptions.MaxHeaderBytes, a repeated or non-numeric
+// Content-Length, too many 1xx responses, a malformed header, a framing
+// strata cannot read (origin_fault.go). Only unreachable is retried,
+// once: a response the origin did send would come the same way again.
+// Each failure is counted under its kind in strata_origin_errors_total.
+// None of these, nor 4xx/5xx answers without explicit freshness, are
 // stored.
 //
 // # Borrowed bytes

@@ -7,11 +7,14 @@ var (
 	ErrInvalidOptions = errors.New("proxy: invalid options")
 	// ErrNoOrigin: no origin matches the request's Host and none is the default.
 	ErrNoOrigin = errors.New("proxy: no origin for host")
-	// ErrOriginTimeout: the origin did not answer (or stalled) within
-	// OriginOptions.ResponseTimeout. Served as 504.
+	// ErrOriginTimeout: the origin did not answer, or stalled mid-body,
+	// within OriginOptions.ResponseTimeout, or a fill ran past
+	// Options.FillTimeout. Served as 504 when nothing was sent yet.
 	ErrOriginTimeout = errors.New("proxy: origin timeout")
-	// ErrOriginUnreachable: connecting to or talking with the origin failed
-	// before a response arrived. Served as 502.
+	// ErrOriginUnreachable: connecting to the origin failed, or the
+	// connection failed or closed before the first byte of a response.
+	// Served as 502; a request sent on a kept-alive connection that fails
+	// so is retried once on a new one.
 	ErrOriginUnreachable = errors.New("proxy: origin unreachable")
 	// ErrOriginFraming: the origin's response header announces a body
 	// framing strata cannot read: a Transfer-Encoding other than chunked
@@ -20,6 +23,22 @@ var (
 	// stored: the body's length and content cannot be verified (as nginx's
 	// "upstream sent unknown Transfer-Encoding").
 	ErrOriginFraming = errors.New("proxy: origin response framing not supported")
+	// ErrOriginHeaderTooLarge: the origin's status line and header block
+	// do not fit OriginOptions.MaxHeaderBytes. Served as 502, never retried.
+	ErrOriginHeaderTooLarge = errors.New("proxy: origin response header too large")
+	// ErrOriginContentLength: the origin's response carries several
+	// Content-Length fields or one that is not a decimal number (RFC 9112
+	// §6.3 rule 5: an unrecoverable framing error). Served as 502, never
+	// retried.
+	ErrOriginContentLength = errors.New("proxy: origin response Content-Length invalid or repeated")
+	// ErrOriginInterim: the origin sent more 1xx (informational) responses
+	// before its final one than fasthttp reads (100). Served as 502, never
+	// retried.
+	ErrOriginInterim = errors.New("proxy: origin sent too many 1xx responses")
+	// ErrOriginMalformed: the origin's response header does not parse (a
+	// bad status line, a bad field) or ends before its blank line. Served
+	// as 502, never retried.
+	ErrOriginMalformed = errors.New("proxy: origin response malformed")
 	// ErrTruncated: the origin body ended before its declared length, or the
 	// chunked body ended without its final chunk, or reading it failed.
 	ErrTruncated = errors.New("proxy: origin body truncated")

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -154,13 +155,28 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 		f.release()
 		s.pass(ctx, o, cs)
 	default:
-		if !leader {
-			cs = csCollapsed
-		} else {
-			cs = cs.stored()
-		}
-		s.serveFill(ctx, f, o, cs)
+		s.serveFill(ctx, f, o, f.status(cs, leader))
 	}
+}
+
+// status is the Cache-Status of a request answered from f's body: the
+// leader's forward status cs, or collapsed, with "; stored" only while f
+// still stores the body. It is sent before the body: when the fill fails
+// or stops storing later (the body outgrew MaxObjectSize or its
+// Content-Length), the header cannot be taken back; a failure then cuts
+// the client's connection, which tells it the response is not whole.
+func (f *fill) status(cs cacheStatus, leader bool) cacheStatus {
+	cs = cs.stored()
+	if !leader {
+		cs = csCollapsed
+	}
+	f.mu.Lock()
+	storing := f.storing
+	f.mu.Unlock()
+	if !storing {
+		cs = cs.unstored()
+	}
+	return cs
 }
 
 // startFill builds the origin request from the client's and starts the
@@ -302,11 +318,23 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 	err := f.pump(ctx, body)
 	stop()
 	if err != nil {
-		s.countOriginError(err)
-		f.fail(err)
+		s.fillFailed(ctx, f, err)
 	}
 	resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)
+}
+
+// fillFailed fails f with err, the reason its body pump stopped: past
+// FillTimeout that is a timeout, whatever the read returned. A fill
+// nobody reads any more is not an origin failure and is not counted.
+func (s *Server) fillFailed(ctx context.Context, f *fill, err error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrOriginTimeout) {
+		err = fmt.Errorf("%w: fill_timeout %v: %v", ErrOriginTimeout, s.opts.FillTimeout, err)
+	}
+	if !errors.Is(err, errNoReaders) {
+		s.countOriginError(err)
+	}
+	f.fail(err)
 }
 
 // start records the response headers and opens the fill to readers.
@@ -378,7 +406,10 @@ func (f *fill) fail(err error) {
 
 // waitHeaders blocks until the origin's headers are known (bounded by
 // ResponseTimeout and FillTimeout). The leader of a private fill gets the
-// origin response and must release it.
+// origin response and must release it. A shared fill that has failed
+// already is reported failed: the caller has sent nothing yet and answers
+// as for an origin failure, not with a status line for a body it knows
+// will be cut.
 func (f *fill) waitHeaders(leader bool) (fillState, *fasthttp.Response, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -388,6 +419,9 @@ func (f *fill) waitHeaders(leader bool) (fillState, *fasthttp.Response, error) {
 	var resp *fasthttp.Response
 	if f.state == fillPrivate && leader {
 		resp, f.handOff = f.handOff, nil
+	}
+	if f.state == fillShared && f.err != nil {
+		return fillFailed, nil, f.err
 	}
 	return f.state, resp, f.err
 }

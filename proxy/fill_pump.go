@@ -46,7 +46,7 @@ func (f *fill) pump(ctx context.Context, body io.Reader) error {
 			return f.finish()
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrTruncated, err)
+			return bodyError(err)
 		}
 	}
 }

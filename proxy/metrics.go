@@ -17,14 +17,6 @@ const (
 
 var metricStatusNames = [msCount]string{"hit", "miss", "bypass", "stale", "error"}
 
-// Origin error kinds, the label of strata_origin_errors_total.
-const (
-	oeTimeout     = "timeout"     // no answer within ResponseTimeout
-	oeUnreachable = "unreachable" // dial, TLS or protocol failure before headers
-	oeTruncated   = "truncated"   // body ended short or failed
-	oeKindCount   = 3
-)
-
 // metrics are the proxy's Prometheus metrics. Label children are resolved
 // at construction so the request path does no map lookups. A nil
 // Registerer gives unregistered metrics: counting still works (tests read
@@ -33,7 +25,7 @@ type metrics struct {
 	requests       [msCount]prometheus.Counter
 	responseBytes  prometheus.Counter
 	originDuration prometheus.Observer
-	originErrors   map[string]prometheus.Counter
+	originErrors   [len(originFaults)]prometheus.Counter // by originFaults index
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
 	cutShort       prometheus.Counter
@@ -52,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"cache_status"})
 	originErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_origin_errors_total",
-		Help: "Origin requests that failed, by kind (timeout, unreachable, truncated).",
+		Help: "Origin requests that failed, by kind (timeout, truncated, framing, header_too_large, bad_content_length, too_many_1xx, malformed, unreachable).",
 	}, []string{"kind"})
 	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strata_origin_request_duration_seconds",
@@ -65,7 +57,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Body bytes sent to clients.",
 		}),
 		originDuration: duration,
-		originErrors:   make(map[string]prometheus.Counter, oeKindCount),
 		inflightFills: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "strata_inflight_fills",
 			Help: "Shared origin fills in progress.",
@@ -98,8 +89,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for i, name := range metricStatusNames {
 		m.requests[i] = requests.WithLabelValues(name)
 	}
-	for _, k := range []string{oeTimeout, oeUnreachable, oeTruncated} {
-		m.originErrors[k] = originErrors.WithLabelValues(k)
+	for i, f := range originFaults {
+		m.originErrors[i] = originErrors.WithLabelValues(f.kind)
 	}
 	if reg == nil {
 		return m, nil

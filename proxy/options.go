@@ -36,13 +36,23 @@ type OriginOptions struct {
 	// ConnectTimeout bounds dialling (and the TLS handshake). Default 5s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// ResponseTimeout is the longest wait for the response headers and for
-	// each read of the body: an origin silent that long gets 504 (before
-	// headers) or a cut connection (mid-body). Default 30s.
+	// each read of the body, so a stall timeout between bytes (see
+	// progressConn): an origin silent that long gets 504 (before headers)
+	// or a cut connection (mid-body), counted as a timeout. An origin that
+	// keeps sending, however slowly, is bounded by Options.FillTimeout
+	// only. Default 30s.
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleTimeout closes keep-alive connections idle that long. Default 60s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// MaxConns bounds connections to this origin. Default 512.
 	MaxConns int `yaml:"max_conns"`
+	// MaxHeaderBytes bounds the status line and header block of the
+	// origin's responses (with its 1xx responses before it); a larger one
+	// is answered 502 (ErrOriginHeaderTooLarge) and not retried. It is the
+	// size of the read buffer each origin request holds while its response
+	// streams. Default 64 KiB (fasthttp's own 4 KiB refused large CSP,
+	// cookie and object-store metadata headers); 4 KiB..1 MiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
 }
 
 // Options configure a Server. The zero value plus one origin works after
@@ -103,7 +113,12 @@ type Options struct {
 	// no-cache forbid it. Default 1h; negative: never (then only
 	// stale-if-error and Policy.Grace apply).
 	StaleIfUnreachable time.Duration `yaml:"stale_if_unreachable"`
-	// FillTimeout bounds a whole fill (headers and body). Default 10m.
+	// FillTimeout bounds a whole fill or slice fetch, headers and body,
+	// however steadily the origin sends (ResponseTimeout bounds each wait
+	// between bytes): past it the fill stops, its readers' connections are
+	// cut, nothing is stored, and it counts as an origin timeout. A pass
+	// (uncached) response is bounded by the client's WriteTimeout instead.
+	// Default 10m.
 	FillTimeout time.Duration `yaml:"fill_timeout"`
 	// FillLagWait is how long a stored fill holds back for a reader that
 	// has fallen a window behind before it lets that reader go on alone
@@ -176,6 +191,7 @@ func (o *Options) EnsureDefaults() {
 		setDefault(&oo.ResponseTimeout, 30*time.Second)
 		setDefault(&oo.IdleTimeout, 60*time.Second)
 		setDefault(&oo.MaxConns, 512)
+		setDefault(&oo.MaxHeaderBytes, 64<<10)
 	}
 	if len(o.Origins) == 1 {
 		o.Origins[0].Default = true
@@ -248,6 +264,9 @@ func (o *Options) validateOrigins() []error {
 		}
 		if oo.ConnectTimeout <= 0 || oo.ResponseTimeout <= 0 || oo.IdleTimeout <= 0 || oo.MaxConns <= 0 {
 			bad(i, "timeouts and max_conns must be positive")
+		}
+		if oo.MaxHeaderBytes < 4<<10 || oo.MaxHeaderBytes > 1<<20 {
+			bad(i, "max_header_bytes %d not in [4KiB, 1MiB]", oo.MaxHeaderBytes)
 		}
 		if oo.CAFile != "" && (err != nil || u.Scheme != "https") {
 			bad(i, "ca_file is for https origins")

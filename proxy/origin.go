@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,6 +58,7 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 			return &progressConn{Conn: c, timeout: oo.ResponseTimeout}, nil
 		},
 		MaxConns:                      oo.MaxConns,
+		ReadBufferSize:                oo.MaxHeaderBytes, // bounds the header block (ErrSmallBuffer)
 		MaxConnWaitTimeout:            oo.ConnectTimeout,
 		MaxIdleConnDuration:           oo.IdleTimeout,
 		StreamResponseBody:            true,
@@ -66,13 +66,9 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: false,
 		// Framing errors come back as fasthttp.ErrUnsupportedTransferEncoding
-		// (not a message quoting the origin's bytes), see classifyOriginError.
+		// (not a message quoting the origin's bytes), see originCause.
 		SecureErrorLogMessage: true,
-		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-			// Retry once on a stale keep-alive connection; never on a
-			// timeout, nor on a response the origin did send (framing).
-			return false, attempts < 2 && !isTimeout(err) && !isFraming(err)
-		},
+		RetryIfErr:            retryOrigin,
 	}
 	return o, nil
 }
@@ -110,9 +106,9 @@ func (c *progressConn) Read(p []byte) (int, error) {
 }
 
 // do sends req and reads the response headers into resp; the body is left
-// streaming (resp.BodyStream). The error is ErrOriginTimeout or
-// ErrOriginUnreachable, wrapping the cause. When ctx ends while the body
-// streams, the body is closed under the reader.
+// streaming (resp.BodyStream). The error wraps one of originFaults'
+// sentinels, then the cause. When ctx ends while the body streams, the
+// body is closed under the reader.
 func (o *origin) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
 	if err := o.client.Do(req, resp); err != nil {
 		return classifyOriginError(err)
@@ -121,30 +117,6 @@ func (o *origin) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.R
 		return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
 	}
 	return nil
-}
-
-func classifyOriginError(err error) error {
-	if isFraming(err) {
-		return fmt.Errorf("%w: %v", ErrOriginFraming, err)
-	}
-	if isTimeout(err) {
-		return fmt.Errorf("%w: %v", ErrOriginTimeout, err)
-	}
-	return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
-}
-
-// isFraming: the origin sent a response whose body framing fasthttp
-// refuses (Transfer-Encoding other than a lone chunked, RFC 9112 §6.1).
-// Reading it until the connection closes (§6.3 rule 4) would give bytes
-// in a coding strata cannot undo and whose end cannot be told from a cut.
-func isFraming(err error) bool {
-	return errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
-		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // closeBody closes resp's body stream from any goroutine (fasthttp's

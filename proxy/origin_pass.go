@@ -79,7 +79,7 @@ func (p *passReader) Read(b []byte) (int, error) {
 	case err == io.EOF && p.declared >= 0 && p.got != p.declared:
 		err = fmt.Errorf("%w: %d of %d bytes", ErrTruncated, p.got, p.declared)
 	case err != nil && err != io.EOF:
-		err = fmt.Errorf("%w: %v", ErrTruncated, err)
+		err = bodyError(err)
 	}
 	if err != nil && err != io.EOF {
 		p.s.countOriginError(err)

@@ -113,15 +113,15 @@ func urlKey(u *url.URL, ko *KeyOptions) []byte {
 // before now, and removes from the store those the tag index knows. It
 // returns how many objects it removed (the hidden ones are not counted:
 // they are not enumerated). The purge is persisted before it returns
-// when PurgeOptions.StateFile is set; a write error is returned, the
-// purge holds in memory anyway.
+// when PurgeOptions.StateFile is set; a write error is logged and
+// returned, the purge holds in memory anyway.
 func (s *Server) PurgeTags(tags []string) (removed int, err error) {
 	for _, t := range tags {
 		if !validTag([]byte(t)) {
 			return 0, fmt.Errorf("%w: %q", ErrPurgeTag, t)
 		}
 	}
-	err = s.purges.table.addTags(s.opts.Now().UnixNano(), tags)
+	err = s.purgeSaved(s.purges.table.addTags(s.opts.Now().UnixNano(), tags))
 	for _, t := range tags {
 		for _, k := range s.purges.index.take(t) {
 			if s.removeObject([]byte(k)) {
@@ -150,5 +150,16 @@ func (s *Server) PurgePrefix(rawPrefix string) error {
 	if u.RawQuery == "" && bytes.HasSuffix(k, []byte("?")) {
 		k = k[:len(k)-1]
 	}
-	return s.purges.table.addPrefix(s.opts.Now().UnixNano(), k)
+	return s.purgeSaved(s.purges.table.addPrefix(s.opts.Now().UnixNano(), k))
+}
+
+// purgeSaved logs err, a purge's failure to write PurgeOptions.StateFile
+// (a full disk, say), once, and returns it: the purge holds in memory but
+// is lost on a restart, which the operator must know.
+func (s *Server) purgeSaved(err error) error {
+	if err != nil {
+		s.opts.Logger.Error("proxy: purge not saved: it holds until a restart",
+			"state_file", s.opts.Purge.StateFile, "err", err)
+	}
+	return err
 }

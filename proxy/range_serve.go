@@ -77,10 +77,11 @@ func (s *Server) serveRanged(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	return s.serveSliced(ctx, st, st.num, rs, code, cs)
 }
 
-// originFailure reports whether err is the origin failing (502/504)
-// rather than a reason to take the miss path.
+// originFailure reports whether err is the origin failing before a body
+// (502/504) rather than a reason to take the miss path.
 func originFailure(err error) bool {
-	return errors.Is(err, ErrOriginTimeout) || errors.Is(err, ErrOriginUnreachable)
+	f := originFaults[faultOf(err)].err
+	return f != ErrTruncated && errors.Is(err, f)
 }
 
 func ageSecs(age time.Duration) int64 { return int64(max(age, 0) / time.Second) }
@@ -172,11 +173,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.pass(ctx, o, cs)
 		return
 	}
-	if leader {
-		cs = cs.stored()
-	} else {
-		cs = csCollapsed
-	}
+	cs = f.status(cs, leader)
 	if f.declared < 0 {
 		s.serveFill(ctx, f, o, cs)
 		return

@@ -314,28 +314,16 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, status int, msg string) {
 	s.finishHeaders(&ctx.Response, csError)
 }
 
-// failOrigin maps an origin error to 504 or 502 (STYLE rule 8).
+// failOrigin answers an origin failure with its status (504 for a
+// timeout, else 502) and its sentinel's text (originFaults).
 func (s *Server) failOrigin(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, ErrOriginTimeout) {
-		s.fail(ctx, fasthttp.StatusGatewayTimeout, "proxy: origin timeout")
-		return
-	}
-	if errors.Is(err, ErrOriginFraming) {
-		s.fail(ctx, fasthttp.StatusBadGateway, ErrOriginFraming.Error())
-		return
-	}
-	s.fail(ctx, fasthttp.StatusBadGateway, "proxy: origin unreachable")
+	f := &originFaults[faultOf(err)]
+	s.fail(ctx, f.status, f.err.Error())
 }
 
+// countOriginError counts err under its kind in strata_origin_errors_total.
 func (s *Server) countOriginError(err error) {
-	switch {
-	case errors.Is(err, ErrOriginTimeout):
-		s.m.originErrors[oeTimeout].Inc()
-	case errors.Is(err, ErrTruncated):
-		s.m.originErrors[oeTruncated].Inc()
-	default:
-		s.m.originErrors[oeUnreachable].Inc()
-	}
+	s.m.originErrors[faultOf(err)].Inc()
 }
 
 // smuggled reports a request header carrying both Content-Length and

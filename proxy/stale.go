@@ -79,11 +79,7 @@ func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill
 	if !objectNotModified(ctx, &st.rp, &f.obj) {
 		return false
 	}
-	if leader {
-		cs = cs.stored()
-	} else {
-		cs = csCollapsed
-	}
+	cs = f.status(cs, leader)
 	age := time.Duration(-1)
 	if f.obj.AgeHeader > 0 {
 		age = ageSeconds(f.obj.AgeHeader)

@@ -5,23 +5,24 @@ package proxy
 type cacheStatus uint8
 
 const (
-	csHitMemory     cacheStatus = iota // hit; detail=memory
-	csHitDisk                          // hit; detail=disk
-	csMiss                             // fwd=miss: a record existed but was unusable (corrupt, slices missing)
-	csMissStored                       // fwd=miss; stored
-	csURIMiss                          // fwd=uri-miss: nothing stored under the key
-	csURIMissStored                    // fwd=uri-miss; stored
-	csCollapsed                        // fwd=uri-miss; stored; collapsed: answered from another request's fill
-	csStale                            // fwd=stale: stored but not fresh
-	csStaleStored                      // fwd=stale; stored
-	csRequest                          // fwd=request: a stored response the request's directives refused
-	csRequestStored                    // fwd=request; stored
-	csBypass                           // fwd=bypass: the request may not use the cache
-	csError                            // fwd=uri-miss; detail=error: the origin failed
-	csHitStale                         // hit; detail=stale: served stale (stale-while-revalidate, grace, max-stale)
-	csStale304                         // fwd=stale; fwd-status=304: revalidated, stored headers refreshed
-	csRequest304                       // fwd=request; fwd-status=304: revalidated at the request's demand
-	csStaleError                       // fwd=stale; detail=stale-if-error: the origin failed, stale served
+	csHitMemory         cacheStatus = iota // hit; detail=memory
+	csHitDisk                              // hit; detail=disk
+	csMiss                                 // fwd=miss: a record existed but was unusable (corrupt, slices missing)
+	csMissStored                           // fwd=miss; stored
+	csURIMiss                              // fwd=uri-miss: nothing stored under the key
+	csURIMissStored                        // fwd=uri-miss; stored
+	csCollapsed                            // fwd=uri-miss; stored; collapsed: answered from another request's fill
+	csStale                                // fwd=stale: stored but not fresh
+	csStaleStored                          // fwd=stale; stored
+	csRequest                              // fwd=request: a stored response the request's directives refused
+	csRequestStored                        // fwd=request; stored
+	csBypass                               // fwd=bypass: the request may not use the cache
+	csError                                // fwd=uri-miss; detail=error: the origin failed
+	csHitStale                             // hit; detail=stale: served stale (stale-while-revalidate, grace, max-stale)
+	csStale304                             // fwd=stale; fwd-status=304: revalidated, stored headers refreshed
+	csRequest304                           // fwd=request; fwd-status=304: revalidated at the request's demand
+	csStaleError                           // fwd=stale; detail=stale-if-error: the origin failed, stale served
+	csCollapsedUnstored                    // fwd=uri-miss; collapsed: another request's fill, not being stored
 	csCount
 )
 
@@ -43,6 +44,8 @@ var cacheStatusText = [csCount]string{
 	csStale304:      "fwd=stale; fwd-status=304",
 	csRequest304:    "fwd=request; fwd-status=304",
 	csStaleError:    "fwd=stale; detail=stale-if-error",
+
+	csCollapsedUnstored: "fwd=uri-miss; collapsed",
 }
 
 // hit reports whether c answered from the cache without the origin.
@@ -61,6 +64,23 @@ func (c cacheStatus) stored() cacheStatus {
 		return csStaleStored
 	case csRequest:
 		return csRequestStored
+	}
+	return c
+}
+
+// unstored returns the form of c without "; stored".
+func (c cacheStatus) unstored() cacheStatus {
+	switch c {
+	case csMissStored:
+		return csMiss
+	case csURIMissStored:
+		return csURIMiss
+	case csStaleStored:
+		return csStale
+	case csRequestStored:
+		return csRequest
+	case csCollapsed:
+		return csCollapsedUnstored
 	}
 	return c
 }
