@@ -130,12 +130,23 @@ func checkServes(t *testing.T, s *strata) {
 // metric returns the value of an unlabelled metric from admin /metrics.
 func metric(t *testing.T, admin, name string) string {
 	t.Helper()
-	_, body := get(t, admin+"/metrics")
-	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
-	if m == nil {
+	v, ok := metricValue(t, admin, name)
+	if !ok {
 		t.Fatalf("no metric %s", name)
 	}
-	return string(m[1])
+	return v
+}
+
+// metricValue returns the value of the first series of a metric from admin
+// /metrics, labelled or not.
+func metricValue(t *testing.T, admin, name string) (string, bool) {
+	t.Helper()
+	_, body := get(t, admin+"/metrics")
+	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return "", false
+	}
+	return string(m[1]), true
 }
 
 func copyFile(t *testing.T, from, to string) {
