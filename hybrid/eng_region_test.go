@@ -156,3 +156,16 @@ func TestFormatZeroesRegionHeaders(t *testing.T) {
 		t.Fatalf("damaged %d, recovered %d", s.RecoveryDamaged, s.Recovered)
 	}
 }
+
+// TestOpenRefusesDamagedRegion: strict refusal reaches a Cache's caller
+// as ErrCorrupt.
+func TestOpenRefusesDamagedRegion(t *testing.T) {
+	dev, _ := filledRegions(t, 60)
+	flipByte(t, dev, regionBaseOf(t, dev, 0)+12, 0x04)
+	o := testOpts()
+	o.Recovery = RecoveryStrict
+	_, err := Open(Options{Memory: MemoryOptions{Capacity: 1 << 20}, Disk: o, Device: dev})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "region 0 header") {
+		t.Fatalf("Open: %v", err)
+	}
+}
