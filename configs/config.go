@@ -14,6 +14,8 @@ type Config struct {
 	Limits      Limits   `yaml:"limits"`
 	Admin       Admin    `yaml:"admin"`
 	Log         Log      `yaml:"log"`
+
+	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }
 
 // TLS is the optional HTTPS listener. It is on when Listen is set, and
@@ -118,10 +120,14 @@ type HTTP struct {
 
 // Limits bound what clients may cost.
 type Limits struct {
+	// Memory bounds strata's resident memory; every pool and queue is
+	// sized from it (see Budget). Default 0: the memory cgroup's limit less
+	// a tenth, else the memory tier plus what the other parts need.
+	Memory          Size     `yaml:"memory"`
 	MaxHeaderBytes  Size     `yaml:"max_header_bytes"` // request line and headers; over it: 431; default 16KiB
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
-	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
-	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64
+	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024, lowered to fit Memory
+	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64, lowered to fit Memory
 	FillTimeout     Duration `yaml:"fill_timeout"`     // a whole origin fill, however steady; past it: cut, not stored; default 10m
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s

@@ -166,6 +166,7 @@ func (h *HTTP) validate(ps *problems) {
 }
 
 func (l *Limits) validate(ps *problems) {
+	checkRange(ps, "limits.memory", int64(l.Memory), 0, 1<<50)
 	checkRange(ps, "limits.max_header_bytes", int64(l.MaxHeaderBytes), KiB, MiB)
 	checkRange(ps, "limits.max_conns", int64(l.MaxConns), 1, 1<<24)
 	checkRange(ps, "limits.max_request_body", int64(l.MaxRequestBody), 0, 1<<50)

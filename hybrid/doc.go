@@ -126,7 +126,28 @@
 // Layout changed (block, region or buffer size, region count): format,
 // logged. Both damaged: strict refuses (ErrCorrupt), quiet formats. One
 // damaged: rewritten from the other. RecoveryNone always formats, with a
-// new instance id that makes every old region header foreign.
+// new instance id that makes every old region header foreign. Format
+// clears both superblock copies, zeroes the first block of every region
+// (one block write per region), then writes the new superblock; so after
+// a format every region header is all zero or written by this instance,
+// whatever the device held (a raw device's old bytes, headers of another
+// region size), and a crash during format leaves no superblock.
+//
+// A region header is then one of: all zero (never written since format,
+// or reclaimed: the region is clean); intact and naming this instance
+// (scanned); intact and naming another instance (left by an older format
+// that did not zero: clean); anything else is damage — bit rot, or a write
+// torn inside a sector (the header is in the first sector of its region's
+// first write, and reclaim zeroes it with one block write; devices write a
+// sector atomically, so a torn header is not expected from a crash).
+// Strict refuses to open (ErrCorrupt). Quiet logs the region with the
+// reason, counts it (RecoveryDamaged), zeroes the header and reuses the
+// region as clean: its data is lost. The batches behind a damaged header
+// could often still be read (each names instance and region sequence), but
+// a header torn by reclaim's zeroing would then bring back entries older
+// than tombstones in regions reclaimed after it; dropping is the safe
+// side. As with a skipped batch, a tombstone in dropped data is lost too,
+// so quiet may let a removed key's older copy in another region return.
 //
 // Regions are scanned RecoveryConcurrency at a time through a read window
 // (≥ 64 KiB per read): region header, then each batch's header and index

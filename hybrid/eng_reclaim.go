@@ -58,6 +58,9 @@ func (e *Engine) reclaimOne(s *engScan) bool {
 	}); err != nil {
 		e.opts.Logger.Warn("hybrid: reclaim scan", "region", id, "err", err)
 	}
+	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
+		e.opts.Logger.Warn("hybrid: reclaim: region header damaged", "region", id, "reason", s.damaged)
+	}
 	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {

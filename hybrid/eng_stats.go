@@ -42,6 +42,7 @@ type EngineStats struct {
 	RecoveredBatches  uint64
 	RecoverySkipped   uint64 // damaged batches or entries skipped (quiet)
 	RecoveryTornTails uint64 // regions whose last batch was torn
+	RecoveryDamaged   uint64 // regions whose header was damaged (quiet: data dropped)
 	RecoveryDuration  time.Duration
 
 	Panics uint64 // panics recovered in background goroutines
@@ -61,7 +62,7 @@ type engCounters struct {
 	gets, hits, pendingHits, readQueueFull, corruptions, collisions, expiredOnRead     atomic.Uint64
 	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
 	reclaims, evictions, reinsertions                                                  atomic.Uint64
-	recovered, recBatches, recSkipped, recTorn, recoveryNanos                          atomic.Uint64
+	recovered, recBatches, recSkipped, recTorn, recDamaged, recoveryNanos              atomic.Uint64
 	tombsLost, panics, dropFill                                                        atomic.Uint64
 }
 
@@ -83,6 +84,7 @@ func (e *Engine) Stats() EngineStats {
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
 		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
+		RecoveryDamaged:  c.recDamaged.Load(),
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
 		Entries: e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
 		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount,

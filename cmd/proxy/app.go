@@ -45,7 +45,7 @@ type app struct {
 func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof bool) (a *app, err error) {
 	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
 	p.Device.Logger, p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger, logger
-	setMemoryLimit(logger, p.Cache.Memory.Capacity)
+	setMemoryLimit(logger, p.Memory)
 	defer func() {
 		if err != nil {
 			a.shutdown()

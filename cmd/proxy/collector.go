@@ -142,6 +142,7 @@ var engineStatDefs = onDisk(
 	gauge("strata_disk_recovered_batches", "Write batches read back when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveredBatches) }),
 	gauge("strata_disk_recovery_skipped", "Damaged batches or entries skipped when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoverySkipped) }),
 	gauge("strata_disk_recovery_torn_tails", "Regions whose last batch was torn when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveryTornTails) }),
+	gauge("strata_disk_recovery_damaged_regions", "Regions whose header was damaged when the cache opened (quiet recovery dropped their data).", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveryDamaged) }),
 	gauge("strata_disk_recovery_duration_seconds", "How long recovery took when the cache opened.", func(s *hybrid.Stats) float64 { return s.Disk.RecoveryDuration.Seconds() }),
 	gauge("strata_disk_entries", "Entries in the disk index.", func(s *hybrid.Stats) float64 { return float64(s.Disk.Entries) }),
 	gauge("strata_disk_pending_keys", "Keys with a queued disk operation.", func(s *hybrid.Stats) float64 { return float64(s.Disk.PendingKeys) }),
