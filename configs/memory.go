@@ -17,7 +17,8 @@ import (
 //	          + Σ origins[].max_conns · (max_header_bytes + 8 KiB)  origin connections
 //	work      the rest, at least 32 MiB (64 MiB when limits.memory is derived):
 //	          1/8 disk write queue (its pooled items up to twice that),
-//	          1/4 large fills, 1/8 small fills, the rest responses in
+//	          1/4 large fills, 1/8 small fills, 1/4 buffers of responses
+//	          streaming stored sliced bodies, the rest other responses in
 //	          flight and garbage not yet collected.
 //
 // limits.memory left 0 is the memory cgroup's limit less a tenth (at least
@@ -115,6 +116,10 @@ func (b *Budget) MaxFills(configured int) int {
 
 func capCount(configured int, n int64) int { return int(max(1, min(int64(configured), n))) }
 
+// StreamBytes bounds the buffers of responses streaming stored sliced
+// bodies: a quarter of work.
+func (b *Budget) StreamBytes() int64 { return b.work() / 4 }
+
 // HeapLimit is the Go heap's soft limit.
 func (b *Budget) HeapLimit() int64 { return max(b.Total-b.Tier-budgetNonHeap, budgetWorkMin) }
 
@@ -137,4 +142,5 @@ func (p *Parts) applyBudget() {
 	px := &p.Proxy
 	px.MaxLargeFills = b.MaxLargeFills(px.MaxLargeFills, int64(px.FillWindow), int64(px.SliceSize))
 	px.MaxFills = b.MaxFills(px.MaxFills)
+	px.MaxStreamBytes = b.StreamBytes()
 }

@@ -101,7 +101,7 @@
 // lost while the body streams (evicted, or found damaged when read) is
 // fetched the same way. Any other object cannot have a slice fetched
 // again, so every slice the response covers is read into buffers of its
-// own first (up to FillWindow slices, within MaxLeasedBytes) and one
+// own first (up to FillWindow slices, within MaxStreamBytes) and one
 // missing makes the request a miss. What remains: an origin that fails or
 // changes while a lost slice is fetched mid-body, and a slice lost after
 // the probe of a body without a validator too large to read first; that
