@@ -161,6 +161,18 @@
 // which bounds the OS threads blocked in pread. Separated also gives writes
 // their own WriteWorkers so small reads never queue behind multi-MiB writes.
 //
+// # A device that stops answering
+//
+// A pooled read has a deadline, ReadTimeout (250 ms), counted from when it
+// is queued: past it the Get is a miss and returns, while the read
+// completes or is skipped on its worker. The job's state (pending,
+// delivering, abandoned; compare-and-swap on both sides) decides who owns
+// the caller's dst, so a late read never writes into a buffer its Get has
+// left (eng_runtime.go). A read in the caller's goroutine (RuntimeDisabled)
+// cannot be abandoned and has no deadline. Close bounds every wait by its
+// ctx plus a second of grace and leaves behind what the device still
+// holds (eng_close.go).
+//
 // # Concurrency and ownership
 //
 // All Engine methods are safe for concurrent use. Operations pass a gate

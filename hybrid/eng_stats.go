@@ -24,6 +24,7 @@ type EngineStats struct {
 	Corruptions    uint64 // entries that failed their checks when read
 	HashCollisions uint64 // index hash matched, stored key did not
 	ExpiredOnRead  uint64 // hits turned into misses by expiry
+	ReadTimeouts   uint64 // Gets turned into misses: the read passed ReadTimeout
 
 	IOErrors       uint64 // failed device reads and writes
 	Batches        uint64 // flush writes that succeeded
@@ -46,6 +47,8 @@ type EngineStats struct {
 
 	Panics uint64 // panics recovered in background goroutines
 
+	AbandonedReads int64 // reads whose Get timed out, still held by a worker or the read queue
+
 	Entries       int   // index entries
 	IndexBytes    int   // memory of the index (its slot tables)
 	PendingKeys   int   // keys with a queued operation
@@ -63,6 +66,7 @@ type engCounters struct {
 	reclaims, evictions, reinsertions                                                  atomic.Uint64
 	recovered, recBatches, recSkipped, recTorn, recoveryNanos                          atomic.Uint64
 	tombsLost, panics, dropFill                                                        atomic.Uint64
+	readTimeouts                                                                       atomic.Uint64
 }
 
 // Stats returns a snapshot. Gauges that walk shards (Entries,
@@ -77,14 +81,16 @@ func (e *Engine) Stats() EngineStats {
 		Gets: c.gets.Load(), Hits: c.hits.Load(), PendingHits: c.pendingHits.Load(),
 		ReadQueueFull: c.readQueueFull.Load(), Corruptions: c.corruptions.Load(),
 		HashCollisions: c.collisions.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
-		IOErrors: c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),
+		ReadTimeouts: c.readTimeouts.Load(),
+		IOErrors:     c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),
 		BytesWritten: c.bytesWritten.Load(), PayloadWritten: c.payload.Load(),
 		WriteFailed: c.writeFailed.Load(), TombstonesLost: c.tombsLost.Load(), Superseded: c.supersed.Load(),
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
 		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
-		Entries: e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
+		AbandonedReads: e.rt.abandoned.Load(),
+		Entries:        e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
 		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount,
 	}
 }

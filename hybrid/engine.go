@@ -1,8 +1,6 @@
 package hybrid
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,38 +247,4 @@ func (e *Engine) unaccount(v uint64) {
 
 func (e *Engine) flusherFor(h uint64) *engFlusher {
 	return e.flush[(h>>17^h)%uint64(len(e.flush))]
-}
-
-// Close stops accepting operations, writes everything queued, waits for
-// the writes, stops every goroutine it started and syncs the device. If
-// ctx ends first, queued entries not yet in a buffer are dropped (counted)
-// and Close returns ctx's error once the goroutines have stopped. The
-// device stays open.
-func (e *Engine) Close(ctx context.Context) error {
-	e.closeOnce.Do(func() { e.closeErr = e.close(ctx) })
-	return e.closeErr
-}
-
-func (e *Engine) close(ctx context.Context) error {
-	e.gate.shut()
-	for _, f := range e.flush {
-		close(f.stop)
-	}
-	done := make(chan struct{})
-	go func() { e.flushWG.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = fmt.Errorf("hybrid: close: %w", ctx.Err())
-		close(e.abort)
-		<-done
-	}
-	close(e.stopReclaim)
-	e.wg.Wait()
-	e.rt.stop()
-	if serr := e.dev.Sync(); serr != nil && err == nil {
-		err = fmt.Errorf("hybrid: close: sync: %w", serr)
-	}
-	return err
 }
