@@ -15,7 +15,7 @@ import (
 //
 // A device that does not answer holds Close at most engCloseGrace (1s)
 // and a few engCloseStep past ctx: each step (in-flight operations,
-// flushers, reclaimers, I/O workers, the final sync) runs on a goroutine
+// flushers, reclaimers and prober, I/O workers, the final sync) runs on a goroutine
 // of its own, and a step still running then is left behind. Close then
 // logs what may be lost (entries queued or in flight, writes not synced:
 // the next open recovers the device as after a crash) and returns an
@@ -39,7 +39,7 @@ func (e *Engine) close(ctx context.Context) error {
 	}
 	c.wait("flushers", e.flushWG.Wait)
 	close(e.stopReclaim)
-	c.wait("reclaimers", e.wg.Wait)
+	c.wait("reclaimers and prober", e.wg.Wait)
 	c.wait("I/O workers", e.rt.stop)
 	var serr error
 	synced := c.wait("sync", func() { serr = e.dev.Sync() })

@@ -12,7 +12,8 @@ import (
 // pool, within ReadTimeout), then checks of magic, checksum, hash, key and
 // expiry. Any failure is a miss, counted: damage and expiry also drop the
 // index entry, an I/O error or a timeout leaves it (the device may answer
-// again). A hit allocates nothing when dst has room.
+// again). While the disk is out of service (ErrorLimit) only the pending
+// set answers. A hit allocates nothing when dst has room.
 func (e *Engine) Get(key, dst []byte) ([]byte, bool) {
 	v, _, ok := e.GetWithExpiry(key, dst)
 	return v, ok
@@ -35,6 +36,10 @@ func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
 		e.c.pendingHits.Add(1)
 		return out, expiry, true
 	case pendingHidden:
+		return dst, 0, false
+	}
+	if e.health.down() {
+		e.c.offlineGets.Add(1)
 		return dst, 0, false
 	}
 	v, ok := e.ix.get(h)
@@ -112,6 +117,7 @@ func (e *Engine) load(h, v uint64) (l engLoaded, ok bool) {
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
 		e.bufs.put(buf)
 		e.c.ioErrors.Add(1)
+		e.deviceFailed("hybrid: disk read failed", "offset", rs, "len", n, "err", err)
 		return l, false
 	}
 	hdr, k, val, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(length)])

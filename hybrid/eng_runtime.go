@@ -229,6 +229,7 @@ func (rt *engRuntime) abandon(j *engReadJob) bool {
 		return false
 	}
 	rt.e.c.readTimeouts.Add(1)
+	rt.e.deviceFailed("hybrid: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
 	return true
 }
 
