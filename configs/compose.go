@@ -136,6 +136,11 @@ func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 			WriteWorkers: d.WriteWorkers,
 			Recovery:     hybrid.RecoveryMode(d.Recovery),
 			Logger:       logger,
+
+			ReadTimeout:   d.ReadTimeout.D(),
+			ErrorLimit:    d.ErrorLimit,
+			ErrorWindow:   d.ErrorWindow.D(),
+			ProbeInterval: d.ProbeInterval.D(),
 		},
 		WritePolicy: hybrid.WritePolicy(c.Cache.WritePolicy),
 		Promotion:   c.Cache.promotion(),

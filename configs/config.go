@@ -87,6 +87,13 @@ type Disk struct {
 	ReadWorkers  int       `yaml:"read_workers"`  // default 8
 	WriteWorkers int       `yaml:"write_workers"` // default 2
 	Recovery     string    `yaml:"recovery"`      // none | quiet | strict; default quiet
+	// A read past ReadTimeout is a miss; ErrorLimit failed reads, writes
+	// and read timeouts within ErrorWindow take the disk out of service
+	// until a probe (every ProbeInterval, backing off) answers.
+	ReadTimeout   Duration `yaml:"read_timeout"`   // default 250ms; applies with a read pool (not runtime disabled)
+	ErrorLimit    int      `yaml:"error_limit"`    // default 10; -1: never out of service
+	ErrorWindow   Duration `yaml:"error_window"`   // default 10s
+	ProbeInterval Duration `yaml:"probe_interval"` // default 2s, doubling up to 30s
 }
 
 // Admission decides what reaches the disk.
@@ -133,7 +140,7 @@ type Limits struct {
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m
 	IdleTimeout     Duration `yaml:"idle_timeout"`     // idle keep-alive connection; default 60s
-	ShutdownTimeout Duration `yaml:"shutdown_timeout"` // drain on SIGTERM; default 30s
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"` // drain, flush and close on SIGTERM, in all; default 30s
 }
 
 // Admin protects the admin listener's purge endpoint. Purge is off when

@@ -125,7 +125,7 @@ func TestMemoryBound(t *testing.T) {
 		}
 	}
 	o := startOrigin(t)
-	s := startStrata(t, strataOpts{Origin: o.URL("origin"), Mem: "64MiB", Config: "limits: {memory: 208MiB, max_conns: 512}\n",
+	s := startStrata(t, strataOpts{Origin: o.URL("origin"), Mem: "64MiB", Config: "limits: {memory: 240MiB, max_conns: 512}\n",
 		Args: []string{"-cache-size", "512MiB", "-pprof"}})
 	bound := loggedBudget(t, s.Output())
 	stop := make(chan struct{})
@@ -182,8 +182,8 @@ func metricLine(t *testing.T, admin string) string {
 	for _, m := range []string{"strata_cache_memory_hits_total", "strata_disk_hits_total", "strata_cache_misses_total",
 		"strata_disk_dropped_total", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
 		"go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "process_cpu_seconds_total"} {
-		if v, ok := metricValue(t, admin, m); ok {
-			out += fmt.Sprintf("%s=%s ", m, v)
+		if v, ok := metricSample(t, admin, m); ok {
+			out += fmt.Sprintf("%s=%g ", m, v)
 		}
 	}
 	return out

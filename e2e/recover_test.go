@@ -54,8 +54,8 @@ func TestRecoverDamagedRegionHeaders(t *testing.T) {
 		t.Errorf("quiet restart: no summary line; output:\n%s", out)
 	}
 	checkServes(t, s2)
-	if m := metric(t, s2.Admin, "strata_disk_recovery_damaged_regions"); m != fmt.Sprint(len(damaged)) {
-		t.Errorf("strata_disk_recovery_damaged_regions %q, want %d", m, len(damaged))
+	if m := metric(t, s2.Admin, "strata_disk_recovery_damaged_regions"); m != float64(len(damaged)) {
+		t.Errorf("strata_disk_recovery_damaged_regions %v, want %d", m, len(damaged))
 	}
 
 	cfg := filepath.Join(t.TempDir(), "strict.yaml")
@@ -125,28 +125,6 @@ func checkServes(t *testing.T, s *strata) {
 	if hits == 0 {
 		t.Error("no object survived recovery: the undamaged regions were dropped too")
 	}
-}
-
-// metric returns the value of an unlabelled metric from admin /metrics.
-func metric(t *testing.T, admin, name string) string {
-	t.Helper()
-	v, ok := metricValue(t, admin, name)
-	if !ok {
-		t.Fatalf("no metric %s", name)
-	}
-	return v
-}
-
-// metricValue returns the value of the first series of a metric from admin
-// /metrics, labelled or not.
-func metricValue(t *testing.T, admin, name string) (string, bool) {
-	t.Helper()
-	_, body := get(t, admin+"/metrics")
-	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		return "", false
-	}
-	return string(m[1]), true
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -182,6 +182,30 @@
 // which bounds the OS threads blocked in pread. Separated also gives writes
 // their own WriteWorkers so small reads never queue behind multi-MiB writes.
 //
+// # A device that stops answering or fails
+//
+// A pooled read has a deadline, ReadTimeout (250 ms), counted from when it
+// is queued: past it the Get is a miss and returns, while the read
+// completes or is skipped on its worker. The job's state (pending,
+// delivering, abandoned; compare-and-swap on both sides) decides who owns
+// the caller's dst, so a late read never writes into a buffer its Get has
+// left (eng_runtime.go). A read in the caller's goroutine (RuntimeDisabled)
+// cannot be abandoned and has no deadline. Close bounds every wait by its
+// ctx plus a second of grace and leaves behind what the device still
+// holds (eng_close.go).
+//
+// Failed reads and writes and read timeouts count toward ErrorLimit (10)
+// within ErrorWindow (10 s); reaching it takes the disk out of service
+// (eng_health.go): Gets skip the device, Inserts are dropped and counted
+// (hides still remove index entries and queue tombstones, at most one per
+// indexed key), queued writes go on. A prober reads the superblock copies
+// every ProbeInterval (2 s, doubling to 30 s) with the read deadline, one
+// read at a time; the first intact answer brings the disk back. The index
+// stays right through it: entries whose writes failed were never indexed
+// (fail), and every hit is still checked. Each change of state is one log
+// line; device errors are logged at most once a second, with the count of
+// those suppressed in the next line.
+//
 // # Concurrency and ownership
 //
 // All Engine methods are safe for concurrent use. Operations pass a gate
@@ -195,7 +219,8 @@
 // take the item out of the pending set (TestIssueCommitForgetsBeforeIndexing:
 // the other order let such a Get read the previous version). The index has its own shard locks; region state, reader
 // counts and live bytes are atomics. OpenEngine starts Flushers flusher
-// goroutines, Reclaimers reclaimers and the runtime's workers; Close stops
+// goroutines, Reclaimers reclaimers, the runtime's workers and the health
+// prober; Close stops
 // intake, drains the flushers (dropping, counted, what is still queued if
 // its ctx ends), stops reclaimers and workers, and syncs the device; a
 // failed sync is Close's error. The engine never closes the device: its
