@@ -110,3 +110,31 @@ func etagListMatches(list, etag []byte) bool {
 	}
 	return false
 }
+
+// IfRange reports whether the Range of req applies to a stored response
+// with the given ETag, Last-Modified and Date (RFC 9110 §13.1.5): true when
+// If-Range is absent; for an entity-tag, when it matches etag strongly; for
+// an HTTP-date, when it equals lastModified exactly and lastModified is a
+// strong validator, i.e. at least 60 seconds before date (§8.8.2.2). An
+// invalid If-Range is false. False means: ignore Range, send the whole
+// representation with 200.
+func IfRange(req *fasthttp.RequestHeader, etag []byte, lastModified, date time.Time) bool {
+	lines := req.PeekAll(fasthttp.HeaderIfRange)
+	if len(lines) == 0 {
+		return true
+	}
+	if len(lines) > 1 {
+		return false
+	}
+	v := lines[0]
+	sp := varyTrim(v, varySpan{0, len(v)})
+	v = v[sp.s:sp.e]
+	if len(v) > 0 && v[0] == '"' || len(v) > 1 && v[0] == 'W' && v[1] == '/' {
+		return ETagMatchStrong(v, etag)
+	}
+	t, ok := httpDate(v)
+	if !ok || lastModified.IsZero() || date.IsZero() {
+		return false
+	}
+	return t.Equal(lastModified) && date.Sub(lastModified) >= time.Minute
+}

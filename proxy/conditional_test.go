@@ -87,3 +87,34 @@ func TestNotModifiedAllocs(t *testing.T) {
 		t.Errorf("NotModified (IMS) allocates %v times per run, want 0", n)
 	}
 }
+
+func TestIfRange(t *testing.T) {
+	lm := testNow.Add(-time.Hour)
+	lmDate := "If-Range: " + testDate(-3600)
+	tests := []struct {
+		name     string
+		headers  []string
+		etag     string
+		lm, date time.Time
+		want     bool
+	}{
+		{"§13.1.5 absent", nil, `"a"`, lm, testNow, true},
+		{"§13.1.5 strong match", []string{`If-Range: "a"`}, `"a"`, lm, testNow, true},
+		{"§13.1.5 mismatch", []string{`If-Range: "b"`}, `"a"`, lm, testNow, false},
+		{"§13.1.5 weak never matches", []string{`If-Range: W/"a"`}, `W/"a"`, lm, testNow, false},
+		{"§13.1.5 weak stored tag", []string{`If-Range: "a"`}, `W/"a"`, lm, testNow, false},
+		{"§13.1.5 date equal and strong", []string{lmDate}, "", lm, testNow, true},
+		{"§8.8.2.2 date within 60s of Date is weak", []string{lmDate}, "", lm, lm.Add(30 * time.Second), false},
+		{"§13.1.5 date differs", []string{"If-Range: " + testDate(-3599)}, "", lm, testNow, false},
+		{"§13.1.5 no Last-Modified", []string{lmDate}, `"a"`, time.Time{}, testNow, false},
+		{"§13.1.5 invalid value", []string{"If-Range: yesterday"}, `"a"`, lm, testNow, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := testRequest(t, "GET", "/", tt.headers...)
+			if got := IfRange(&req.Header, []byte(tt.etag), tt.lm, tt.date); got != tt.want {
+				t.Errorf("IfRange = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"strata/proxy/internal/byterange"
 
 	"github.com/valyala/fasthttp"
 )
@@ -106,7 +107,7 @@ func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPo
 // cover and makes the first one missing from the store readable (a fetch
 // started and its answer checked). An error means the response cannot be
 // promised: the request is a miss (or, for an origin failure, a 502/504).
-func (r *sliceSource) prepare(rs []ByteRange) error {
+func (r *sliceSource) prepare(rs []byterange.Range) error {
 	if !r.fetchable {
 		if err := r.lease(rs); err != errLeaseBudget {
 			return err
@@ -124,7 +125,7 @@ func (r *sliceSource) prepare(rs []ByteRange) error {
 
 // firstMissing returns the first slice the ranges rs cover that the store
 // does not hold, with the end of its range.
-func (r *sliceSource) firstMissing(rs []ByteRange) (idx int, end int64, ok bool) {
+func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok bool) {
 	sz := int64(r.obj.SliceSize)
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
@@ -140,7 +141,7 @@ func (r *sliceSource) firstMissing(rs []ByteRange) (idx int, end int64, ok bool)
 // lease reads every slice the ranges rs cover into slabs of r's own:
 // errLeaseBudget (nothing done) when they are more than FillWindow slices
 // or would pass MaxLeasedBytes, errSliceMissing when one is not there.
-func (r *sliceSource) lease(rs []ByteRange) error {
+func (r *sliceSource) lease(rs []byterange.Range) error {
 	sz := int64(r.obj.SliceSize)
 	var n int64
 	for _, rg := range rs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"strata/proxy/internal/byterange"
 	"strconv"
 	"sync"
 	"testing"
@@ -121,7 +122,7 @@ func TestRangeOnStoredObject(t *testing.T) {
 			if resp.StatusCode() != 206 {
 				t.Fatalf("multi: %d", resp.StatusCode())
 			}
-			rs := []ByteRange{{0, 0}, {500, 599}, {int64(size) - 10, int64(size) - 1}}
+			rs := []byterange.Range{{Start: 0, End: 0}, {Start: 500, End: 599}, {Start: int64(size) - 10, End: int64(size) - 1}}
 			checkMultipart(t, resp.Body(), string(resp.Header.ContentType()), want, rs)
 			if cl := resp.Header.ContentLength(); cl != len(resp.Body()) {
 				t.Errorf("Content-Length %d, body %d", cl, len(resp.Body()))
@@ -136,7 +137,7 @@ func TestRangeOnStoredObject(t *testing.T) {
 			releaseResp(resp)
 			for _, kv := range [][]string{
 				{"Range", "bytes=5-1"},
-				{"Range", "bytes=" + manyRanges(MaxRanges+1)},
+				{"Range", "bytes=" + manyRanges(byterange.MaxSpecs+1)},
 				{"Range", "bytes=0-1", "If-Range", `"v9"`},
 			} {
 				resp = p.get("/obj", kv...)

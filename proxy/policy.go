@@ -12,17 +12,6 @@ import (
 // Sentinel errors of the policy layer (the rest of the package's errors
 // live in errors.go). Check with errors.Is.
 var (
-	// ErrBadRange: the Range field is syntactically invalid, names another
-	// unit than bytes, or cannot be resolved (unknown size). RFC 9110 §14.2:
-	// ignore the field and answer 200 with the whole representation.
-	ErrBadRange = errors.New("proxy: bad Range")
-	// ErrTooManyRanges: more than MaxRanges range-specs, refused as a
-	// denial-of-service guard (RFC 9110 §14.2 lets a server ignore such a
-	// field). Answer as for ErrBadRange: 200 with the whole representation.
-	ErrTooManyRanges = errors.New("proxy: too many ranges in Range")
-	// ErrUnsatisfiableRange: no range-spec overlaps the representation:
-	// answer 416 with Content-Range: bytes */size (RFC 9110 §15.5.17).
-	ErrUnsatisfiableRange = errors.New("proxy: range not satisfiable")
 	// ErrPolicyOptions: PolicyOptions or KeyOptions failed Validate; the
 	// error wraps it and lists every problem.
 	ErrPolicyOptions = errors.New("proxy: invalid policy options")
@@ -156,7 +145,7 @@ type RequestPolicy struct {
 	// Conditional: If-None-Match or If-Modified-Since is present; see
 	// NotModified.
 	Conditional bool
-	// HasRange: a Range field is present; see ParseRange and IfRange.
+	// HasRange: a Range field is present; see byterange.Parse and IfRange.
 	HasRange bool
 	// Reason says why Cacheable is false: "method" or "precondition".
 	Reason string

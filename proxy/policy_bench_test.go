@@ -66,12 +66,3 @@ func BenchmarkVaryKey(b *testing.B) {
 		dst, _ = VaryKey(dst[:0], vary, &req.Header)
 	}
 }
-
-func BenchmarkParseRange(b *testing.B) {
-	v := []byte("bytes=1048576-2097151, 0-1023, -4096")
-	dst := make([]ByteRange, 0, 8)
-	b.ReportAllocs()
-	for b.Loop() {
-		dst, _ = ParseRange(dst[:0], v, 4<<30)
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strata/proxy/internal/byterange"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -28,8 +29,9 @@ import (
 // rangesFor decides the status: 206 (one range → Content-Range; several →
 // multipart/byteranges), 416 with "Content-Range: bytes */size" when no
 // range is satisfiable, and 200 (the whole representation) when Range is
-// malformed, has more than MaxRanges specs, or If-Range does not hold.
-// A partial record without a Range is served whole (200) the same way.
+// malformed, has more than byterange.MaxSpecs specs, or If-Range does not
+// hold. A partial record without a Range is served whole (200) the same
+// way.
 
 var hdrRange = []byte("Range")
 
@@ -43,14 +45,14 @@ const (
 
 // rangesFor returns the ranges to send of a representation of size bytes
 // and the status: 206 (with the ranges), 416, or 200 (nil: all of it).
-func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]ByteRange, int) {
+func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]byterange.Range, int) {
 	v := h.PeekBytes(hdrRange)
 	if len(v) > 0 && IfRange(h, etag, lm, date) {
-		rs, err := ParseRange(nil, v, size)
+		rs, err := byterange.Parse(nil, v, size)
 		switch {
 		case err == nil:
 			return rs, fasthttp.StatusPartialContent
-		case errors.Is(err, ErrUnsatisfiableRange):
+		case errors.Is(err, byterange.ErrUnsatisfiable):
 			return nil, fasthttp.StatusRequestedRangeNotSatisfiable
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 // of its first range (exclusive), before the size is known. A suffix
 // range ("-500") needs the size: the probe is then the first slice.
 func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
-	rs, err := ParseRange(nil, v, math.MaxInt64)
+	rs, err := byterange.Parse(nil, v, math.MaxInt64)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -216,7 +218,7 @@ func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
 func (s *Server) writeUnsatisfied(ctx *fasthttp.RequestCtx, size int64, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
-	resp.Header.SetBytesKV(hdrContentRange, AppendUnsatisfiedRange(nil, size))
+	resp.Header.SetBytesKV(hdrContentRange, byterange.AppendUnsatisfied(nil, size))
 	s.finishHeaders(resp, cs)
 	resp.SetBody(nil)
 }
@@ -234,7 +236,7 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []by
 	rs := b.ranges
 	switch {
 	case code == fasthttp.StatusPartialContent && len(rs) == 1:
-		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], b.size))
+		resp.Header.SetBytesKV(hdrContentRange, byterange.AppendContentRange(nil, rs[0], b.size))
 	case code == fasthttp.StatusPartialContent:
 		b.multi = true
 		b.ctype = storedContentType(hdrs)
@@ -247,13 +249,13 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []by
 }
 
 // writeInlineRanges answers ranges of an inline body, copied now.
-func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []ByteRange, age time.Duration, cs cacheStatus) {
+func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []byterange.Range, age time.Duration, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusPartialContent)
 	writeHeaders(&resp.Header, o.Headers)
 	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
 	if len(rs) == 1 {
-		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], o.BodyLen))
+		resp.Header.SetBytesKV(hdrContentRange, byterange.AppendContentRange(nil, rs[0], o.BodyLen))
 		resp.SetBody(o.Body[rs[0].Start : rs[0].End+1])
 	} else {
 		ctype := storedContentType(o.Headers)
@@ -261,10 +263,10 @@ func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []Byt
 		resp.Header.SetContentTypeBytes(append([]byte("multipart/byteranges; boundary="), boundary...))
 		var body []byte
 		for i, r := range rs {
-			body = AppendPartHeader(body, i == 0, boundary, ctype, r, o.BodyLen)
+			body = byterange.AppendPartHeader(body, i == 0, boundary, ctype, r, o.BodyLen)
 			body = append(body, o.Body[r.Start:r.End+1]...)
 		}
-		resp.SetBody(AppendPartsEnd(body, boundary))
+		resp.SetBody(byterange.AppendPartsEnd(body, boundary))
 	}
 	s.finishHeaders(resp, cs)
 	if !ctx.IsHead() {

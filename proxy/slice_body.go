@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strata/proxy/internal/byterange"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -14,7 +15,7 @@ import (
 type slicedBody struct {
 	rangeBody
 	src sliceSource
-	one [1]ByteRange
+	one [1]byterange.Range
 }
 
 var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
@@ -22,7 +23,7 @@ var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
 // acquireSlicedBody returns a body for the object o (copied) under key,
 // reading ranges rs (nil: all of it). fr's template (nil tmpl: nothing is
 // fetched) is owned by the body from now on, even on error.
-func (s *Server) acquireSlicedBody(key []byte, o *object, rs []ByteRange, fr fetchReq) (*slicedBody, error) {
+func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq) (*slicedBody, error) {
 	b := slicedBodyPool.Get().(*slicedBody)
 	b.rangeBody = rangeBody{src: &b.src, frame: b.frame[:0], m: s.m}
 	if err := b.src.init(s, key, o, fr); err != nil {
@@ -30,7 +31,7 @@ func (s *Server) acquireSlicedBody(key []byte, o *object, rs []ByteRange, fr fet
 		return nil, err
 	}
 	if rs == nil {
-		b.one[0] = ByteRange{0, o.BodyLen - 1}
+		b.one[0] = byterange.Range{Start: 0, End: o.BodyLen - 1}
 		rs = b.one[:]
 	}
 	b.ranges, b.size = rs, o.BodyLen
@@ -51,7 +52,7 @@ func (b *slicedBody) Close() error {
 // cannot be fetched, or the origin answers its fetch with another
 // representation, nothing is written and the request takes the miss
 // path; an origin failure is answered 502/504.
-func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []ByteRange, code int, cs cacheStatus) rangeOutcome {
+func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []byterange.Range, code int, cs cacheStatus) rangeOutcome {
 	o := &st.obj
 	var fr fetchReq
 	if o.Status == fasthttp.StatusOK && hasValidator(o) {

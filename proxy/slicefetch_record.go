@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"strata/proxy/internal/byterange"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,7 +19,7 @@ var hdrContentRange = []byte("Content-Range")
 // fetch to readers.
 func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) error {
 	s := sf.s
-	a, b, total, ok := parseContentRange(resp.Header.PeekBytes(hdrContentRange))
+	a, b, total, ok := byterange.ParseContentRange(resp.Header.PeekBytes(hdrContentRange))
 	start := int64(sf.first) * sf.sz
 	end := min(int64(sf.last+1)*sf.sz, total) // exclusive
 	cl := resp.Header.ContentLength()
@@ -136,30 +137,4 @@ func sameValidator(a, b *object) bool {
 		return ETagMatchStrong(a.ETag, b.ETag)
 	}
 	return a.LastModified.Equal(b.LastModified)
-}
-
-// parseContentRange parses a single-part Content-Range value
-// "bytes first-last/complete" (RFC 9110 §14.4). An unknown complete
-// length ("*"), an unsatisfied-range form, or last < first is refused.
-func parseContentRange(v []byte) (first, last, complete int64, ok bool) {
-	sp := varyTrim(v, varySpan{0, len(v)})
-	v = v[sp.s:sp.e]
-	if len(v) < 6 || !ccEqualFold(v[:5], "bytes") || v[5] != ' ' {
-		return 0, 0, 0, false
-	}
-	rng, size, found := keyCut(v[6:], '/')
-	if !found {
-		return 0, 0, 0, false
-	}
-	a, b, dash := keyCut(rng, '-')
-	if !dash {
-		return 0, 0, 0, false
-	}
-	first, ok1 := rangeNumber(a)
-	last, ok2 := rangeNumber(b)
-	complete, ok3 := rangeNumber(size)
-	if !ok1 || !ok2 || !ok3 || last < first || last >= complete || complete == 1<<63-1 {
-		return 0, 0, 0, false
-	}
-	return first, last, complete, true
 }
