@@ -8,12 +8,12 @@
 // and duplicate Host are refused by fasthttp with 400). Handler then
 // refuses a header carrying both Content-Length and Transfer-Encoding
 // (400; fasthttp would let Transfer-Encoding win), picks the origin by
-// Host (421 if none), and asks the policy (ParseRequest) whether the
+// Host (421 if none), and asks the policy (httpcache.ParseRequest) whether the
 // request may use the cache. If not (method, request no-store) it is
 // passed: forwarded and streamed back, "Cache-Status: strata; fwd=bypass".
-// Otherwise BuildKey makes the object key and the record is read from the
+// Otherwise httpcache.BuildKey makes the object key and the record is read from the
 // store; a variant index there (variants.go) leads to the record of the
-// request's variant. Evaluate (freshness.go) then decides, with the
+// request's variant. httpcache.Evaluate (freshness.go) then decides, with the
 // request's and the response's directives: a fresh record, or a stale one
 // the request's max-stale accepts, is served: stored status and headers,
 // Age per RFC 9111 §4.2.3, Via, "Cache-Status: strata; hit;
@@ -38,7 +38,7 @@
 // FillTimeout): a client that leaves does not cancel it. It asks the
 // origin for the whole GET, made conditional on the stored record's
 // validators when it revalidates one (a 304 refreshes the record in place,
-// see revalidate.go). When the headers arrive, StoreDecision says whether
+// see revalidate.go). When the headers arrive, httpcache.StoreDecision says whether
 // the response may be stored (a varying one under its variant's key); if
 // not (or its Content-Length exceeds MaxObjectSize, or it is a 5xx while a
 // stored response may stand in for it), the response is handed to the leader alone, which

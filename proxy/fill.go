@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
+	"strata/proxy/internal/httpcache"
 	"sync"
 	"time"
 
@@ -226,7 +227,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 }
 
 // runFill is the fill goroutine.
-func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPolicy) {
+func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer s.endFill(f, cancel)
 	resp := fasthttp.AcquireResponse()
@@ -292,9 +293,9 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 // ignored Range enters here too (adoptFill).
 // req is the request sent to the origin (its header selects the variant);
 // the caller keeps ownership of it.
-func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
-	var si StoreInfo
-	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
+	var si httpcache.StoreInfo
+	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	s.consumeSurrogate(&resp.Header)
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()
@@ -338,7 +339,7 @@ func (s *Server) fillFailed(ctx context.Context, f *fill, err error) {
 }
 
 // start records the response headers and opens the fill to readers.
-func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime time.Time) {
+func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, respTime time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o := &f.obj
@@ -347,7 +348,7 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.SliceSize = f.s.opts.SliceSize
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (httpcache.ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache

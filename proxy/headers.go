@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"strata/proxy/internal/httpcache"
 	"sync"
 	"time"
 
@@ -17,8 +18,8 @@ var (
 	hdrConnection          = []byte("Connection")
 	hdrContentLength       = []byte("Content-Length")
 	hdrDate                = []byte("Date")
-	hdrSurrogateCapability = []byte(HeaderSurrogateCapability)
-	hdrSurrogateControl    = []byte(HeaderSurrogateControl)
+	hdrSurrogateCapability = []byte(httpcache.HeaderSurrogateCapability)
+	hdrSurrogateControl    = []byte(httpcache.HeaderSurrogateControl)
 	hdrKeepAlive           = []byte("Keep-Alive")
 	hdrProxyPrefix         = []byte("Proxy-")
 	hdrTE                  = []byte("TE")
@@ -137,8 +138,8 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 		h.SetBytesKV(hdrXForwardedFor, []byte(ip))
 	}
 	h.AddBytesKV(hdrVia, s.via)
-	if !s.opts.Policy.IgnoreSurrogateControl && len(s.opts.Policy.surrogateCap) > 0 {
-		h.AddBytesKV(hdrSurrogateCapability, s.opts.Policy.surrogateCap)
+	if sc := s.opts.Policy.SurrogateCapability(); !s.opts.Policy.IgnoreSurrogateControl && len(sc) > 0 {
+		h.AddBytesKV(hdrSurrogateCapability, sc)
 	}
 	if o.opts.HostHeader == HostOrigin {
 		h.SetHostBytes(o.hostHeader)
@@ -235,7 +236,7 @@ func storedDate(kvs []headerKV) []byte {
 }
 
 // consumeSurrogate removes Surrogate-Control from an origin response once
-// StoreDecision has read it: it is addressed to surrogates, and strata is
+// httpcache.StoreDecision has read it: it is addressed to surrogates, and strata is
 // the one that acts on it (surrogate.go). Kept when IgnoreSurrogateControl.
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
 	if !s.opts.Policy.IgnoreSurrogateControl {

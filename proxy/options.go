@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,13 @@ const (
 	// HostOrigin sends the origin's own host (object stores, virtual hosts).
 	HostOrigin = "origin"
 )
+
+// PolicyOptions configure the HTTP caching rules (RFC 9111); see
+// httpcache.PolicyOptions for each field and its default.
+type PolicyOptions = httpcache.PolicyOptions
+
+// KeyOptions shape the primary cache key; see httpcache.KeyOptions.
+type KeyOptions = httpcache.KeyOptions
 
 // OriginOptions describe one origin server.
 type OriginOptions struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 
 	"github.com/valyala/fasthttp"
 )
@@ -89,7 +90,7 @@ func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error 
 // fetchRequest builds the template of the Range requests slice fetches
 // send for this client request: the client's headers, minus conditionals
 // and Range, as a GET prepared for o.
-func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPolicy) fetchReq {
+func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *httpcache.RequestPolicy) fetchReq {
 	req := fasthttp.AcquireRequest()
 	ctx.Request.Header.CopyTo(&req.Header)
 	for _, h := range fillDropped {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 	"strconv"
 	"sync"
 	"testing"
@@ -308,7 +309,7 @@ func TestPartialCoalescing(t *testing.T) {
 // fetchRefs returns the references held on the slice fetch in flight for
 // slice i of path (-1: none).
 func (p *pair) fetchRefs(path string, i int) int {
-	key := BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
 	var kb [256]byte
 	k := sliceKey(kb[:0], key, i)
 	sh := p.srv.fetches.shard(k)
@@ -367,7 +368,7 @@ func TestRangeMissingSliceRefetched(t *testing.T) {
 	// map; a range request joining it would not reach the origin.
 	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
 	ro.takeRanges()
-	key := BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
 	p.store.Remove(sliceKey(nil, key, 2))
 	getRange(t, p, "140000-140099", want)
 	if got := ro.takeRanges(); fmt.Sprint(got) != fmt.Sprintf("[bytes=%d-%d]", 2*testSlice, 3*testSlice-1) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -102,7 +103,7 @@ func urlKey(u *url.URL, ko *KeyOptions) []byte {
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetHost(u.Host)
 	req.Header.SetRequestURI(u.RequestURI())
-	return BuildKey(nil, []byte(u.Scheme), req, ko)
+	return httpcache.BuildKey(nil, []byte(u.Scheme), req, ko)
 }
 
 // removeObject (invalidate.go) removes an object: record, slices, and a

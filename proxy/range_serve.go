@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -47,7 +48,7 @@ const (
 // and the status: 206 (with the ranges), 416, or 200 (nil: all of it).
 func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]byterange.Range, int) {
 	v := h.PeekBytes(hdrRange)
-	if len(v) > 0 && IfRange(h, etag, lm, date) {
+	if len(v) > 0 && httpcache.IfRange(h, etag, lm, date) {
 		rs, err := byterange.Parse(nil, v, size)
 		switch {
 		case err == nil:
@@ -153,7 +154,7 @@ func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchRe
 		s.writeUnsatisfied(ctx, o.BodyLen, cs)
 		return
 	}
-	age := CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
 	s.writeRanges(ctx, o.Headers, fasthttp.AppendUint(nil, int(ageSecs(age))), code, &b.rangeBody, b, true, cs)
 }
 

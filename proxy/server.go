@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"strata/hybrid"
+	"strata/proxy/internal/httpcache"
 )
 
 // Server is the caching reverse proxy: a fasthttp handler in front of
@@ -48,17 +49,17 @@ type reqState struct {
 	val  []byte // Store.Get destination
 	num  []byte // Age digits
 	obj  object
-	rp   RequestPolicy
+	rp   httpcache.RequestPolicy
 
 	// Issue 6: revalidation, variants, stale serving.
-	pkey    []byte        // primary (URL) key; key is a variant's when the URL varies
-	vk      []byte        // secondary (Vary) key
-	vkeys   [][]byte      // decoded variant index keys
-	rec     []byte        // the stored record st.obj decodes (borrows val's array)
-	have    bool          // st.obj holds a stored response for this request
-	tier    hybrid.Tier   // tier that answered the variant's record
-	verdict Verdict       // Evaluate's verdict on st.obj
-	age     time.Duration // st.obj's current age
+	pkey    []byte            // primary (URL) key; key is a variant's when the URL varies
+	vk      []byte            // secondary (Vary) key
+	vkeys   [][]byte          // decoded variant index keys
+	rec     []byte            // the stored record st.obj decodes (borrows val's array)
+	have    bool              // st.obj holds a stored response for this request
+	tier    hybrid.Tier       // tier that answered the variant's record
+	verdict httpcache.Verdict // httpcache.Evaluate's verdict on st.obj
+	age     time.Duration     // st.obj's current age
 }
 
 // New builds a Server over store. opts is copied; EnsureDefaults is
@@ -168,7 +169,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	st := s.pool.Get().(*reqState)
 	defer s.pool.Put(st)
-	ParseRequest(&st.rp, &ctx.Request.Header)
+	httpcache.ParseRequest(&st.rp, &ctx.Request.Header)
 	if !st.rp.Cacheable {
 		s.pass(ctx, o, csBypass)
 		return
@@ -177,7 +178,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	if ctx.IsTLS() {
 		scheme = schemeHTTPS
 	}
-	st.key = BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
+	st.key = httpcache.BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
 	st.mkey = metaKey(st.mkey[:0], st.key)
 	cs := s.lookup(ctx, st, o)
 	if cs.hit() {
@@ -198,7 +199,7 @@ var (
 	schemeHTTPS = []byte("https")
 )
 
-// lookup serves a stored response the request may use (Evaluate: fresh,
+// lookup serves a stored response the request may use (httpcache.Evaluate: fresh,
 // allowed stale, or stale-while-revalidate, which also starts a background
 // revalidation) and returns its hit status, or returns the forward status
 // for the miss path, with the stored response (if any) left in st for
@@ -227,18 +228,18 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	st.rec, st.have = val, true
 	obj := &st.obj
 	now := s.opts.Now()
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
-	fi := FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
+	fi := httpcache.FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
 		StaleIfError: obj.StaleIfError, MustRevalidate: obj.MustRevalidate, NoCache: obj.NoCache}
-	st.verdict, st.age = Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
+	st.verdict, st.age = httpcache.Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
 	cs := csHitMemory
 	if tier == hybrid.TierDisk {
 		cs = csHitDisk
 	}
 	switch st.verdict.Freshness {
-	case StaleServable, StaleRevalidate:
+	case httpcache.StaleServable, httpcache.StaleRevalidate:
 		cs = csHitStale
-	case MustValidate:
+	case httpcache.MustValidate:
 		if age < obj.Lifetime && !obj.NoCache {
 			return csRequest
 		}
@@ -249,7 +250,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	} else if !s.serveStored(ctx, st, age, cs) {
 		return csMiss
 	}
-	if st.verdict.Freshness == StaleRevalidate {
+	if st.verdict.Freshness == httpcache.StaleRevalidate {
 		s.revalidateInBackground(ctx, st, o)
 	}
 	return cs

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strata/proxy/internal/httpcache"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
 			ro.takeRanges()
 			ro.failRange = tc.failRange
-			key := BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+			key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
 			sk := sliceKey(nil, key, lost)
 			if tc.unread {
 				p.store.Lose = func(k []byte) bool { return bytes.Equal(k, sk) }

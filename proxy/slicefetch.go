@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"strata/proxy/internal/httpcache"
 	"strconv"
 	"sync"
 	"time"
@@ -137,7 +138,7 @@ func (fm *fetchMap) leave(sf *sliceFetch) {
 type fetchReq struct {
 	o    *origin
 	tmpl *fasthttp.Request // the prepared origin request without Range; copied
-	rp   RequestPolicy
+	rp   httpcache.RequestPolicy
 	rec  *object // the record the caller serves from, nil when none
 }
 
@@ -227,7 +228,7 @@ func (s *Server) storedSlice(key []byte, rec *object, i int, scratch *[]byte) bo
 }
 
 // runFetch is the fetch goroutine.
-func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp RequestPolicy) {
+func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer func() {
 		if p := recover(); p != nil {
@@ -276,7 +277,7 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp R
 // adoptFill turns the origin's 200 to a slice fetch into a whole-object
 // fill, run by this goroutine, unless one already runs for the key. It
 // reports whether it took resp.
-func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) bool {
+func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) bool {
 	f, leader := s.fills.join(s, sf.key)
 	f.release() // no handler holds it for us; readers join it themselves
 	sf.redirect()

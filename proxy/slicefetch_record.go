@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -17,7 +18,7 @@ var hdrContentRange = []byte("Content-Range")
 // replaces the object's record (under the key's record lock, so that
 // concurrent fetches of one object agree on one generation) and opens the
 // fetch to readers.
-func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) error {
+func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) error {
 	s := sf.s
 	a, b, total, ok := byterange.ParseContentRange(resp.Header.PeekBytes(hdrContentRange))
 	start := int64(sf.first) * sf.sz
@@ -27,8 +28,8 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime
 		return fmt.Errorf("%w: Content-Range %q for slices %d-%d", errRangeRefused,
 			resp.Header.PeekBytes(hdrContentRange), sf.first, sf.last)
 	}
-	var si StoreInfo
-	StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	var si httpcache.StoreInfo
+	httpcache.StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
 	s.consumeSurrogate(&resp.Header)
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
 		return errNotStorable
@@ -57,7 +58,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime
 
 // buildRecord fills o as the partial record of the object a 206 is part
 // of and returns its encoding (a slab); o borrows it.
-func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreInfo, total int64, reqTime, respTime time.Time) []byte {
+func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *httpcache.StoreInfo, total int64, reqTime, respTime time.Time) []byte {
 	o.Status = fasthttp.StatusOK
 	o.Partial = true
 	o.Gen = rand.Uint64()
@@ -65,7 +66,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreI
 	o.BodyLen = total
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (httpcache.ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
@@ -122,7 +123,7 @@ func (fm *fetchMap) recLock(key []byte) *recMutex {
 // parts fetched at different times (RFC 9110 §8.8.1, §14.3 via RFC 9111
 // §3.4): a strong ETag, or a Last-Modified at least 60 s before Date.
 func hasValidator(o *object) bool {
-	return ETagMatchStrong(o.ETag, o.ETag) ||
+	return httpcache.ETagMatchStrong(o.ETag, o.ETag) ||
 		(len(o.ETag) == 0 && !o.LastModified.IsZero() && !o.Date.IsZero() && o.Date.Sub(o.LastModified) >= time.Minute)
 }
 
@@ -134,7 +135,7 @@ func sameValidator(a, b *object) bool {
 		return false
 	}
 	if len(a.ETag) > 0 || len(b.ETag) > 0 {
-		return ETagMatchStrong(a.ETag, b.ETag)
+		return httpcache.ETagMatchStrong(a.ETag, b.ETag)
 	}
 	return a.LastModified.Equal(b.LastModified)
 }

@@ -2,21 +2,22 @@ package proxy
 
 import (
 	"bytes"
+	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
 // Stale serving (RFC 9111 §4.2.4, RFC 5861, PolicyOptions.Grace). The
-// verdicts come from Evaluate, read once in lookup:
-//   - StaleServable (the request's max-stale) and StaleRevalidate
+// verdicts come from httpcache.Evaluate, read once in lookup:
+//   - httpcache.StaleServable (the request's max-stale) and httpcache.StaleRevalidate
 //     (stale-while-revalidate, or the grace when the response carried
 //     neither RFC 5861 directive) are served at once with
-//     "Cache-Status: strata; hit; detail=stale"; StaleRevalidate also
+//     "Cache-Status: strata; hit; detail=stale"; httpcache.StaleRevalidate also
 //     starts one background revalidation (revalidate.go).
-//   - MustValidate goes to the origin through the fill; when the fill
+//   - httpcache.MustValidate goes to the origin through the fill; when the fill
 //     fails (connection error, timeout) or the origin answers 500, 502, 503
-//     or 504, a request whose Verdict has ServeOnError (fresh, or stale
+//     or 504, a request whose httpcache.Verdict has ServeOnError (fresh, or stale
 //     within stale-if-error from the response or the request, or the
 //     grace) gets the stored response with "fwd=stale;
 //     detail=stale-if-error". When the origin cannot be reached at all,
@@ -24,7 +25,7 @@ import (
 //     the same way without any directive (§4.2.4: a disconnected cache).
 //
 // must-revalidate, proxy-revalidate, s-maxage (shared) and no-cache
-// (request or response) make Evaluate refuse all of these: the answer is
+// (request or response) make httpcache.Evaluate refuse all of these: the answer is
 // then the origin's, or 502/504 when the origin fails.
 
 // afterFill handles the fill outcomes of issue 6 for one waiting request:
@@ -69,7 +70,7 @@ func (s *Server) afterFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *o
 func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *origin, leader bool, cs cacheStatus) bool {
 	if !leader && f.rv.vary != nil {
 		var ok bool
-		st.vk, ok = VaryKey(st.vk[:0], f.rv.vary, &ctx.Request.Header)
+		st.vk, ok = httpcache.VaryKey(st.vk[:0], f.rv.vary, &ctx.Request.Header)
 		if !ok || !bytes.Equal(st.vk, f.rv.vkey) { // another variant: fetch our own
 			f.release()
 			s.pass(ctx, o, cs)
@@ -82,7 +83,7 @@ func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill
 	cs = f.status(cs, leader)
 	age := time.Duration(-1)
 	if f.obj.AgeHeader > 0 {
-		age = ageSeconds(f.obj.AgeHeader)
+		age = httpcache.Seconds(f.obj.AgeHeader)
 	}
 	s.writeNotModified(ctx, f.obj.Headers, age, cs)
 	f.release()
@@ -105,7 +106,7 @@ func (s *Server) serveRefreshed(ctx *fasthttp.RequestCtx, st *reqState, f *fill,
 		return
 	}
 	obj := &st.obj
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
 	if cs == csRequest {
 		cs = csRequest304
 	} else {
@@ -124,7 +125,7 @@ func (s *Server) serveRefreshed(ctx *fasthttp.RequestCtx, st *reqState, f *fill,
 // failed.
 func (s *Server) serveStale(ctx *fasthttp.RequestCtx, st *reqState) {
 	obj := &st.obj
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
 	if objectNotModified(ctx, &st.rp, obj) {
 		s.writeNotModified(ctx, obj.Headers, age, csStaleError)
 		return

@@ -1,8 +1,10 @@
-package proxy
+package httpcache
 
 import (
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestETagMatch(t *testing.T) {
@@ -114,6 +116,41 @@ func TestIfRange(t *testing.T) {
 			req := testRequest(t, "GET", "/", tt.headers...)
 			if got := IfRange(&req.Header, []byte(tt.etag), tt.lm, tt.date); got != tt.want {
 				t.Errorf("IfRange = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelects304(t *testing.T) {
+	lm := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	lmS := string(fasthttp.AppendHTTPDate(nil, lm))
+	other := string(fasthttp.AppendHTTPDate(nil, lm.Add(time.Second)))
+	for _, tc := range []struct {
+		name     string
+		etag     string
+		lm       time.Time
+		hdr      []string
+		selected bool
+	}{
+		{"strong equal", `"a"`, time.Time{}, []string{`ETag: "a"`}, true},
+		{"strong differs", `"a"`, time.Time{}, []string{`ETag: "b"`}, false},
+		{"strong vs stored weak", `W/"a"`, time.Time{}, []string{`ETag: "a"`}, false},
+		{"weak equal", `W/"a"`, time.Time{}, []string{`ETag: W/"a"`}, true},
+		{"weak vs stored strong", `"a"`, time.Time{}, []string{`ETag: W/"a"`}, false},
+		{"etag decides over lm", `"a"`, lm, []string{`ETag: "b"`, "Last-Modified: " + lmS}, false},
+		{"lm equal", "", lm, []string{"Last-Modified: " + lmS}, true},
+		{"lm differs", "", lm, []string{"Last-Modified: " + other}, false},
+		{"lm invalid", "", lm, []string{"Last-Modified: soon"}, false},
+		{"none confirms the stored response", `"a"`, lm, nil, true},
+		{"none, stored has none", "", time.Time{}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var etag []byte
+			if tc.etag != "" {
+				etag = []byte(tc.etag)
+			}
+			if got := Selects304(testResponse(t, "304 Not Modified", tc.hdr...), etag, tc.lm); got != tc.selected {
+				t.Fatalf("selected %v, want %v", got, tc.selected)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"github.com/valyala/fasthttp"
@@ -147,7 +147,7 @@ func applySurrogate(si *StoreInfo) {
 	if si.Surrogate.MaxAge < 0 {
 		return
 	}
-	si.Lifetime = ageSeconds(si.Surrogate.MaxAge)
+	si.Lifetime = Seconds(si.Surrogate.MaxAge)
 	si.Heuristic = false
 	si.NoCache = false
 }

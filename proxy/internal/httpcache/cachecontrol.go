@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 // CacheControl is a parsed Cache-Control field (RFC 9111 §5.2), request or
 // response: the same struct holds both kinds of directive, and each rule

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"errors"
@@ -7,14 +7,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-)
-
-// Sentinel errors of the policy layer (the rest of the package's errors
-// live in errors.go). Check with errors.Is.
-var (
-	// ErrPolicyOptions: PolicyOptions or KeyOptions failed Validate; the
-	// error wraps it and lists every problem.
-	ErrPolicyOptions = errors.New("proxy: invalid policy options")
 )
 
 // PolicyOptions configure the HTTP caching rules (RFC 9111).
@@ -58,6 +50,10 @@ type PolicyOptions struct {
 
 	surrogateCap []byte // `<token>="Surrogate/1.0"`, built by EnsureDefaults
 }
+
+// SurrogateCapability is the Surrogate-Capability value strata sends,
+// `<token>="Surrogate/1.0"`, or nil before EnsureDefaults ran. Read-only.
+func (o *PolicyOptions) SurrogateCapability() []byte { return o.surrogateCap }
 
 // DefaultPolicyOptions returns the defaults: a shared cache, heuristic
 // fraction 0.1 capped at 24h, no default TTL, Set-Cookie not stored, no grace.
@@ -304,10 +300,10 @@ func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Res
 // storeReadHeaders fills the dates, Age and ETag.
 func storeReadHeaders(si *StoreInfo, h *fasthttp.ResponseHeader, now time.Time) {
 	si.Date, si.DateMissing = now, true
-	if d, ok := httpDate(h.Peek(fasthttp.HeaderDate)); ok {
+	if d, ok := ParseDate(h.Peek(fasthttp.HeaderDate)); ok {
 		si.Date, si.DateMissing = d, false
 	}
-	if lm, ok := httpDate(h.Peek(fasthttp.HeaderLastModified)); ok {
+	if lm, ok := ParseDate(h.Peek(fasthttp.HeaderLastModified)); ok {
 		si.LastModified = lm
 	}
 	si.Age = ResponseAge(h)

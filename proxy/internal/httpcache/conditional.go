@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"time"
@@ -92,7 +92,7 @@ func NotModified(req *fasthttp.RequestHeader, etag []byte, lastModified time.Tim
 	if len(ims) != 1 || lastModified.IsZero() {
 		return false
 	}
-	t, ok := httpDate(ims[0])
+	t, ok := ParseDate(ims[0])
 	return ok && !lastModified.After(t)
 }
 
@@ -132,9 +132,53 @@ func IfRange(req *fasthttp.RequestHeader, etag []byte, lastModified, date time.T
 	if len(v) > 0 && v[0] == '"' || len(v) > 1 && v[0] == 'W' && v[1] == '/' {
 		return ETagMatchStrong(v, etag)
 	}
-	t, ok := httpDate(v)
+	t, ok := ParseDate(v)
 	if !ok || lastModified.IsZero() || date.IsZero() {
 		return false
 	}
 	return t.Equal(lastModified) && date.Sub(lastModified) >= time.Minute
+}
+
+// Selects304 is RFC 9111 §4.3.4's selection for one stored response, with
+// the given ETag (nil when none) and Last-Modified (zero when none), to
+// which a request was made conditional and which the 304 with headers h
+// answers: a strong ETag in the 304 selects it if it has the same strong
+// ETag, a weak one the same weak ETag; without an ETag, a Last-Modified
+// selects it if it has the same Last-Modified. A 304 with no validator at
+// all is read as confirming it: the origin evaluated a precondition built
+// from its validators, and there is no other stored response it could mean
+// (§4.3.4's last rule names only a validator-less stored response; origins
+// that omit ETag from 304s, against RFC 9110 §15.4.5, are common, and
+// refetching for them would cost a full body each time). A 304 whose
+// validator contradicts it selects nothing.
+func Selects304(h *fasthttp.ResponseHeader, etag []byte, lastModified time.Time) bool {
+	if tag := h.Peek(fasthttp.HeaderETag); len(tag) > 0 {
+		weak, _ := etagSplit(tag)
+		storedWeak, _ := etagSplit(etag)
+		if !weak {
+			return ETagMatchStrong(tag, etag)
+		}
+		return storedWeak && ETagMatchWeak(tag, etag)
+	}
+	if lm := h.Peek(fasthttp.HeaderLastModified); len(lm) > 0 {
+		t, ok := ParseDate(lm)
+		return ok && !lastModified.IsZero() && t.Equal(lastModified)
+	}
+	return true
+}
+
+// notModifiedFields are the fields a 304 carries from the response it
+// stands for (RFC 9110 §15.4.5).
+var notModifiedFields = [...]string{"Cache-Control", "Content-Location", "Date", "ETag", "Expires", "Vary"}
+
+// NotModifiedField reports whether a 304 carries the field name from the
+// response it stands for (RFC 9110 §15.4.5): Cache-Control,
+// Content-Location, Date, ETag, Expires, Vary.
+func NotModifiedField(name []byte) bool {
+	for _, f := range notModifiedFields {
+		if len(f) == len(name) && varyCompareFold(name, []byte(f)) == 0 {
+			return true
+		}
+	}
+	return false
 }

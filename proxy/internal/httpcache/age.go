@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"math"
@@ -104,7 +104,7 @@ func CurrentAge(ageHeader int64, date, requestTime, responseTime, now time.Time)
 		apparent = max(0, responseTime.Sub(date))
 	}
 	delay := max(0, responseTime.Sub(requestTime))
-	corrected := durAdd(ageSeconds(ageHeader), delay)
+	corrected := durAdd(Seconds(ageHeader), delay)
 	initial := max(apparent, corrected)
 	resident := max(0, now.Sub(responseTime))
 	return durAdd(initial, resident)
@@ -119,8 +119,8 @@ func durAdd(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// ageSeconds converts delta-seconds to a Duration, clamped to [0, 2^31] s
+// Seconds converts delta-seconds to a Duration, clamped to [0, 2^31] s
 // so no later sum can overflow.
-func ageSeconds(s int64) time.Duration {
+func Seconds(s int64) time.Duration {
 	return time.Duration(min(max(s, 0), ccDeltaMax)) * time.Second
 }
