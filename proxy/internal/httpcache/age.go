@@ -31,39 +31,10 @@ import (
 // -negative, -float, -parameter, -numeric-parameter, -dup-0, -dup-0-twoline,
 // -dup-old and -prefix-twoline fail there on purpose.
 func ParseAge(v []byte) (int64, bool) {
-	if m := ageFirstMember(v); len(m) > 0 {
-		return ccParseDelta(m)
+	if m := firstMember(v); len(m) > 0 {
+		return parseDelta(m)
 	}
 	return 0, false
-}
-
-// ageFirstMember returns the first non-empty member of the list v, or nil.
-func ageFirstMember(v []byte) []byte {
-	for len(v) > 0 {
-		var m []byte
-		m, v = ageNextMember(v)
-		if len(m) > 0 {
-			return m
-		}
-	}
-	return nil
-}
-
-// ageNextMember splits off the first comma-separated member of v, trimmed.
-func ageNextMember(v []byte) (member, rest []byte) {
-	i := 0
-	for i < len(v) && v[i] != ',' {
-		i++
-	}
-	member = v[:i]
-	for len(member) > 0 && (member[0] == ' ' || member[0] == '\t') {
-		member = member[1:]
-	}
-	member = ccTrimRight(member)
-	if i < len(v) {
-		i++
-	}
-	return member, v[i:]
 }
 
 // ResponseAge reads the Age field of h and returns the age in seconds, 0
@@ -71,8 +42,8 @@ func ageNextMember(v []byte) (member, rest []byte) {
 // so the first member is on the first line that holds one (see ParseAge).
 func ResponseAge(h *fasthttp.ResponseHeader) int64 {
 	for _, line := range h.PeekAll(fasthttp.HeaderAge) {
-		if m := ageFirstMember(line); len(m) > 0 {
-			n, ok := ccParseDelta(m)
+		if m := firstMember(line); len(m) > 0 {
+			n, ok := parseDelta(m)
 			if !ok {
 				return 0
 			}
@@ -122,5 +93,5 @@ func durAdd(a, b time.Duration) time.Duration {
 // Seconds converts delta-seconds to a Duration, clamped to [0, 2^31] s
 // so no later sum can overflow.
 func Seconds(s int64) time.Duration {
-	return time.Duration(min(max(s, 0), ccDeltaMax)) * time.Second
+	return time.Duration(min(max(s, 0), deltaMax)) * time.Second
 }

@@ -112,20 +112,20 @@ func FuzzParseAge(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		n, ok := ParseAge([]byte(s))
-		if n < 0 || n > ccDeltaMax {
+		if n < 0 || n > deltaMax {
 			t.Fatalf("ParseAge(%q) = %d out of [0, 2^31]", s, n)
 		}
 		if !ok && n != 0 {
 			t.Fatalf("ParseAge(%q) = %d with ok=false", s, n)
 		}
 		// Only the first member counts (§5.1).
-		if first := ageFirstMember([]byte(s)); len(first) > 0 {
+		if first := firstMember([]byte(s)); len(first) > 0 {
 			if m, ok2 := ParseAge(first); m != n || ok2 != ok {
 				t.Fatalf("ParseAge(%q) = %d, %v; its first member %q gives %d, %v", s, n, ok, first, m, ok2)
 			}
 		}
 		// A single all-digit member round-trips below the cap.
-		if ok && n < ccDeltaMax && !ageHasComma(s) {
+		if ok && n < deltaMax && !ageHasComma(s) {
 			if m, ok2 := ParseAge([]byte(itoa(n))); !ok2 || m != n {
 				t.Fatalf("ParseAge(%q) = %d does not round-trip", s, n)
 			}

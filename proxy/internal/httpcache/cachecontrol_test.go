@@ -129,7 +129,7 @@ func FuzzParseCacheControl(f *testing.F) {
 		var cc CacheControl
 		ParseCacheControl(&cc, []byte(s))
 		for _, v := range []int64{cc.MaxAge, cc.SMaxAge, cc.MaxStale, cc.MinFresh, cc.StaleWhileRevalidate, cc.StaleIfError} {
-			if v < -1 || v > ccDeltaMax {
+			if v < -1 || v > deltaMax {
 				t.Fatalf("%q: value %d out of [-1, 2^31]: %+v", s, v, cc)
 			}
 		}

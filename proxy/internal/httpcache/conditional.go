@@ -27,8 +27,7 @@ func ETagMatchStrong(a, b []byte) bool {
 // etagSplit trims whitespace and splits off the weak indicator, which is
 // case-sensitive ("W/", RFC 9110 §8.8.3).
 func etagSplit(t []byte) (weak bool, opaque []byte) {
-	sp := varyTrim(t, varySpan{0, len(t)})
-	t = t[sp.s:sp.e]
+	t = trimSpace(t)
 	if len(t) >= 2 && t[0] == 'W' && t[1] == '/' {
 		return true, t[2:]
 	}
@@ -59,7 +58,7 @@ func etagNext(v []byte) (member, rest []byte) {
 	for i < len(v) && v[i] != ',' { // unquoted tag, or junk after the quote
 		i++
 	}
-	return ccTrimRight(v[s:i]), v[i:]
+	return trimRight(v[s:i]), v[i:]
 }
 
 // NotModified reports whether a request may be answered 304 Not Modified
@@ -127,8 +126,7 @@ func IfRange(req *fasthttp.RequestHeader, etag []byte, lastModified, date time.T
 		return false
 	}
 	v := lines[0]
-	sp := varyTrim(v, varySpan{0, len(v)})
-	v = v[sp.s:sp.e]
+	v = trimSpace(v)
 	if len(v) > 0 && v[0] == '"' || len(v) > 1 && v[0] == 'W' && v[1] == '/' {
 		return ETagMatchStrong(v, etag)
 	}
@@ -176,7 +174,7 @@ var notModifiedFields = [...]string{"Cache-Control", "Content-Location", "Date",
 // Content-Location, Date, ETag, Expires, Vary.
 func NotModifiedField(name []byte) bool {
 	for _, f := range notModifiedFields {
-		if len(f) == len(name) && varyCompareFold(name, []byte(f)) == 0 {
+		if len(f) == len(name) && compareFold(name, []byte(f)) == 0 {
 			return true
 		}
 	}

@@ -13,10 +13,7 @@ import (
 // net/http (which allocates its error) for everything else, and a hostile
 // peer should not be able to make every request allocate.
 func ParseDate(b []byte) (time.Time, bool) {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	b = ccTrimRight(b)
+	b = trimSpace(b)
 	// IMF-fixdate is 29 bytes, asctime 24, RFC 850 30 to 33.
 	if len(b) != 24 && (len(b) < 29 || len(b) > 33) {
 		return time.Time{}, false

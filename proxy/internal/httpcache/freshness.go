@@ -193,7 +193,7 @@ func storeFreshness(si *StoreInfo, status int, h *fasthttp.ResponseHeader, o *Po
 	case cc.MaxAge >= 0:
 		si.Lifetime = Seconds(cc.MaxAge)
 	case !si.Expires.IsZero():
-		si.Lifetime = min(max(0, si.Expires.Sub(si.Date)), Seconds(ccDeltaMax))
+		si.Lifetime = min(max(0, si.Expires.Sub(si.Date)), Seconds(deltaMax))
 	case heuristicStatus(status) || cc.Public:
 		si.Lifetime = heuristicLifetime(si, o)
 		si.Heuristic = si.Lifetime > 0

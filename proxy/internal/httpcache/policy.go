@@ -3,7 +3,6 @@ package httpcache
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -92,24 +91,10 @@ func (o *PolicyOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
 		}
 	}
-	if !isToken(o.SurrogateToken) {
+	if !isToken([]byte(o.SurrogateToken)) {
 		errs = append(errs, fmt.Errorf("surrogate_token %q is not an HTTP token", o.SurrogateToken))
 	}
 	return policyJoin(errs)
-}
-
-// isToken reports whether s is a non-empty HTTP token (RFC 9110 §5.6.2).
-func isToken(s string) bool {
-	for i := range len(s) {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c < 0x7f && c > ' ' && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
 
 func policyJoin(errs []error) error {
@@ -195,19 +180,6 @@ func ParseRequest(rp *RequestPolicy, h *fasthttp.RequestHeader) {
 	default:
 		rp.Cacheable = true
 	}
-}
-
-// listHasToken reports whether the comma-separated list v holds the token
-// want (lower case), compared case-insensitively.
-func listHasToken(v []byte, want string) bool {
-	for len(v) > 0 {
-		var m []byte
-		m, v = ageNextMember(v)
-		if ccEqualFold(m, want) {
-			return true
-		}
-	}
-	return false
 }
 
 // StoreInfo is StoreDecision's answer for one origin response.

@@ -123,7 +123,7 @@ func FuzzSurrogateControl(f *testing.F) {
 		var sc SurrogateControl
 		sc.Reset()
 		sc.Add([]byte(s), "strata")
-		if sc.MaxAge < -1 || sc.MaxAge > ccDeltaMax {
+		if sc.MaxAge < -1 || sc.MaxAge > deltaMax {
 			t.Fatalf("%q: MaxAge %d out of range", s, sc.MaxAge)
 		}
 		// Directives for another device never change the outcome.
