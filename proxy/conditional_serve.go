@@ -50,7 +50,7 @@ func (s *Server) writeNotModified(ctx *fasthttp.RequestCtx, kvs []headerKV, age 
 		}
 	}
 	if age >= 0 {
-		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(age/time.Second)))
+		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(age/time.Second)))
 	}
 	s.finishHeaders(resp, cs)
 	resp.SkipBody = true

@@ -197,7 +197,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	for _, h := range fillDropped {
 		req.Header.DelBytes(h)
 	}
-	req.Header.DelBytes(hdrContentLength)
+	req.Header.DelBytes(httpcache.HeaderContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	f.addValidators(req)
 	s.prepareOriginRequest(req, ctx, o)
@@ -219,7 +219,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 	resp.SetStatusCode(f.obj.Status)
 	writeHeaders(&resp.Header, f.obj.Headers)
 	if f.obj.AgeHeader > 0 {
-		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
+		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
 	s.finishHeaders(resp, cs)
 	resp.ImmediateHeaderFlush = true
@@ -355,7 +355,7 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
 	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
-		o.Headers = append(o.Headers, headerKV{Key: hdrDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
+		o.Headers = append(o.Headers, headerKV{Key: httpcache.HeaderDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
 	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]

@@ -96,7 +96,7 @@ func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *httpcache
 	for _, h := range fillDropped {
 		req.Header.DelBytes(h)
 	}
-	req.Header.DelBytes(hdrContentLength)
+	req.Header.DelBytes(httpcache.HeaderContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	s.prepareOriginRequest(req, ctx, o)
 	return fetchReq{o: o, tmpl: req, rp: *rp}

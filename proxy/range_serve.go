@@ -34,8 +34,6 @@ import (
 // hold. A partial record without a Range is served whole (200) the same
 // way.
 
-var hdrRange = []byte("Range")
-
 type rangeOutcome uint8
 
 const (
@@ -47,7 +45,7 @@ const (
 // rangesFor returns the ranges to send of a representation of size bytes
 // and the status: 206 (with the ranges), 416, or 200 (nil: all of it).
 func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]byterange.Range, int) {
-	v := h.PeekBytes(hdrRange)
+	v := h.PeekBytes(httpcache.HeaderRange)
 	if len(v) > 0 && httpcache.IfRange(h, etag, lm, date) {
 		rs, err := byterange.Parse(nil, v, size)
 		switch {
@@ -93,7 +91,7 @@ func ageSecs(age time.Duration) int64 { return int64(max(age, 0) / time.Second) 
 // returns false when the request should take the ordinary miss path
 // (no Range, malformed Range, too many fills, closing).
 func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) bool {
-	v := ctx.Request.Header.PeekBytes(hdrRange)
+	v := ctx.Request.Header.PeekBytes(httpcache.HeaderRange)
 	if len(v) == 0 || s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
 		return false
 	}
@@ -219,7 +217,7 @@ func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
 func (s *Server) writeUnsatisfied(ctx *fasthttp.RequestCtx, size int64, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
-	resp.Header.SetBytesKV(hdrContentRange, byterange.AppendUnsatisfied(nil, size))
+	resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendUnsatisfied(nil, size))
 	s.finishHeaders(resp, cs)
 	resp.SetBody(nil)
 }
@@ -233,11 +231,11 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []by
 	resp := &ctx.Response
 	resp.SetStatusCode(code)
 	writeHeaders(&resp.Header, hdrs)
-	resp.Header.SetBytesKV(hdrAge, age)
+	resp.Header.SetBytesKV(httpcache.HeaderAge, age)
 	rs := b.ranges
 	switch {
 	case code == fasthttp.StatusPartialContent && len(rs) == 1:
-		resp.Header.SetBytesKV(hdrContentRange, byterange.AppendContentRange(nil, rs[0], b.size))
+		resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendContentRange(nil, rs[0], b.size))
 	case code == fasthttp.StatusPartialContent:
 		b.multi = true
 		b.ctype = storedContentType(hdrs)
@@ -254,9 +252,9 @@ func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []byt
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusPartialContent)
 	writeHeaders(&resp.Header, o.Headers)
-	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
+	resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
 	if len(rs) == 1 {
-		resp.Header.SetBytesKV(hdrContentRange, byterange.AppendContentRange(nil, rs[0], o.BodyLen))
+		resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendContentRange(nil, rs[0], o.BodyLen))
 		resp.SetBody(o.Body[rs[0].Start : rs[0].End+1])
 	} else {
 		ctype := storedContentType(o.Headers)
@@ -287,12 +285,10 @@ func newBoundary() []byte {
 	return []byte("strata-" + hex.EncodeToString(b[:]))
 }
 
-var hdrContentType = []byte("Content-Type")
-
 // storedContentType returns a copy of the Content-Type among hdrs, or nil.
 func storedContentType(hdrs []headerKV) []byte {
 	for _, h := range hdrs {
-		if bytes.EqualFold(h.Key, hdrContentType) {
+		if bytes.EqualFold(h.Key, httpcache.HeaderContentType) {
 			return append([]byte(nil), h.Value...)
 		}
 	}

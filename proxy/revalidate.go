@@ -180,10 +180,10 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 	h304.SetNoDefaultContentType(true)
 	conn := connectionValue(h304)
 	replaced := func(name []byte) bool {
-		if len(name) == len(hdrDate) && bytes.EqualFold(name, hdrDate) {
+		if len(name) == len(httpcache.HeaderDate) && bytes.EqualFold(name, httpcache.HeaderDate) {
 			return true // the 304's, or now
 		}
-		return updatable(name, conn) && len(h304.PeekBytes(name)) > 0
+		return httpcache.UpdatableField(name, conn) && len(h304.PeekBytes(name)) > 0
 	}
 	wire := append(make([]byte, 0, 1024), "HTTP/1.1 200 OK\r\n"...)
 	line := func(k, v []byte) {
@@ -195,7 +195,7 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 		}
 	}
 	for k, v := range h304.All() {
-		if updatable(k, conn) {
+		if httpcache.UpdatableField(k, conn) {
 			line(k, v)
 		}
 	}
@@ -227,23 +227,6 @@ func (s *Server) storeExpiry(si *httpcache.StoreInfo, respTime time.Time) time.T
 // maxStoreLifetime caps the lifetime counted in a store expiry (a max-age
 // of 2^31 s would overflow time arithmetic with the windows added).
 const maxStoreLifetime = 100 * 365 * 24 * time.Hour
-
-// updatable: a 304's field that may replace the stored ones: a field
-// that may be stored, except those describing the stored body's bytes,
-// which the 304 did not send (§3.2: "header fields that the cache's
-// stored response depends upon"): Content-Encoding, Content-Range,
-// Content-MD5 (Content-Length is never stored).
-func updatable(name, conn []byte) bool {
-	if !storedHeader(name, conn) {
-		return false
-	}
-	for _, f := range [...]string{"Content-Encoding", "Content-Range", "Content-MD5"} {
-		if len(name) == len(f) && bytes.EqualFold(name, []byte(f)) {
-			return false
-		}
-	}
-	return true
-}
 
 // keepPrior: an origin error answer that must not replace a stored
 // response the leader may serve instead.

@@ -262,7 +262,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 // serveSliced).
 func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) bool {
 	o := &st.obj
-	if !o.inline() || len(ctx.Request.Header.PeekBytes(hdrRange)) > 0 {
+	if !o.inline() || len(ctx.Request.Header.PeekBytes(httpcache.HeaderRange)) > 0 {
 		if r := s.serveRanged(ctx, st, age, cs); r != rangeFull {
 			return r == rangeServed
 		}
@@ -271,7 +271,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	resp.SetStatusCode(o.Status)
 	writeHeaders(&resp.Header, o.Headers)
 	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
-	resp.Header.SetBytesKV(hdrAge, st.num)
+	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
 	s.finishHeaders(resp, cs)
 	s.setBody(resp, st, o.Body)
 	if !ctx.IsHead() {
@@ -301,8 +301,8 @@ func (s *Server) setBody(resp *fasthttp.Response, st *reqState, body []byte) {
 
 // finishHeaders adds Via and Cache-Status and counts the request.
 func (s *Server) finishHeaders(resp *fasthttp.Response, cs cacheStatus) {
-	resp.Header.AddBytesKV(hdrVia, s.via)
-	resp.Header.SetBytesKV(hdrCacheStatus, s.cs[cs])
+	resp.Header.AddBytesKV(httpcache.HeaderVia, s.via)
+	resp.Header.SetBytesKV(httpcache.HeaderCacheStatus, s.cs[cs])
 	s.m.requests[cs.metric()].Inc()
 }
 
@@ -343,8 +343,8 @@ func smuggled(raw []byte) bool {
 		if !ok {
 			continue
 		}
-		cl = cl || bytes.EqualFold(name, hdrContentLength)
-		te = te || bytes.EqualFold(name, hdrTransferEncoding)
+		cl = cl || bytes.EqualFold(name, httpcache.HeaderContentLength)
+		te = te || bytes.EqualFold(name, httpcache.HeaderTransferEncoding)
 	}
 	return cl && te
 }

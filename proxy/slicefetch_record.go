@@ -12,21 +12,19 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-var hdrContentRange = []byte("Content-Range")
-
 // accept checks a 206 against the run it answers, then adopts or
 // replaces the object's record (under the key's record lock, so that
 // concurrent fetches of one object agree on one generation) and opens the
 // fetch to readers.
 func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) error {
 	s := sf.s
-	a, b, total, ok := byterange.ParseContentRange(resp.Header.PeekBytes(hdrContentRange))
+	a, b, total, ok := byterange.ParseContentRange(resp.Header.PeekBytes(httpcache.HeaderContentRange))
 	start := int64(sf.first) * sf.sz
 	end := min(int64(sf.last+1)*sf.sz, total) // exclusive
 	cl := resp.Header.ContentLength()
 	if !ok || a != start || total <= a || b != end-1 || (cl >= 0 && int64(cl) != end-start) {
 		return fmt.Errorf("%w: Content-Range %q for slices %d-%d", errRangeRefused,
-			resp.Header.PeekBytes(hdrContentRange), sf.first, sf.last)
+			resp.Header.PeekBytes(httpcache.HeaderContentRange), sf.first, sf.last)
 	}
 	var si httpcache.StoreInfo
 	httpcache.StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
@@ -74,7 +72,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *httpca
 	o.Headers, buf = copyResponseHeaders(nil, nil, &resp.Header)
 	kept := o.Headers[:0]
 	for _, h := range o.Headers {
-		if !bytes.EqualFold(h.Key, hdrContentRange) {
+		if !bytes.EqualFold(h.Key, httpcache.HeaderContentRange) {
 			kept = append(kept, h)
 		}
 	}

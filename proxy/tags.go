@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"strata/proxy/internal/httpcache"
 	"sync"
 )
 
@@ -23,11 +24,6 @@ const (
 	MaxTagsPerObject = 128
 )
 
-var (
-	hdrSurrogateKey = []byte("Surrogate-Key")
-	hdrCacheTag     = []byte("Cache-Tag")
-)
-
 // forEachTag calls fn with each tag of headers, in order, until fn returns
 // false or MaxTagsPerObject tags were seen. The tag borrows headers. It
 // does not allocate.
@@ -36,9 +32,9 @@ func forEachTag(headers []headerKV, fn func(tag []byte) bool) {
 	for _, h := range headers {
 		var sep byte
 		switch {
-		case bytes.EqualFold(h.Key, hdrSurrogateKey):
+		case bytes.EqualFold(h.Key, httpcache.HeaderSurrogateKey):
 			sep = ' '
-		case bytes.EqualFold(h.Key, hdrCacheTag):
+		case bytes.EqualFold(h.Key, httpcache.HeaderCacheTag):
 			sep = ','
 		default:
 			continue

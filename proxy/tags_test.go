@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strata/proxy/internal/httpcache"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,7 @@ func FuzzForEachTag(f *testing.F) {
 	f.Add("\x00\xff ,", ",,,")
 	f.Fuzz(func(t *testing.T, sk, ct string) {
 		n := 0
-		forEachTag([]headerKV{{hdrSurrogateKey, []byte(sk)}, {hdrCacheTag, []byte(ct)}}, func(tag []byte) bool {
+		forEachTag([]headerKV{{httpcache.HeaderSurrogateKey, []byte(sk)}, {httpcache.HeaderCacheTag, []byte(ct)}}, func(tag []byte) bool {
 			n++
 			if !validTag(tag) {
 				t.Fatalf("invalid tag %q", tag)
@@ -63,7 +64,7 @@ func FuzzForEachTag(f *testing.F) {
 
 func TestTagIndexBounds(t *testing.T) {
 	x := newTagIndex(10 * (tagEntryOverhead + 8))
-	h := []headerKV{{hdrSurrogateKey, []byte("t1 t2")}}
+	h := []headerKV{{httpcache.HeaderSurrogateKey, []byte("t1 t2")}}
 	x.record([]byte("key1"), h)
 	x.record([]byte("key1"), h) // deduplicated
 	x.record([]byte("key2"), h)

@@ -164,19 +164,3 @@ func Selects304(h *fasthttp.ResponseHeader, etag []byte, lastModified time.Time)
 	}
 	return true
 }
-
-// notModifiedFields are the fields a 304 carries from the response it
-// stands for (RFC 9110 §15.4.5).
-var notModifiedFields = [...]string{"Cache-Control", "Content-Location", "Date", "ETag", "Expires", "Vary"}
-
-// NotModifiedField reports whether a 304 carries the field name from the
-// response it stands for (RFC 9110 §15.4.5): Cache-Control,
-// Content-Location, Date, ETag, Expires, Vary.
-func NotModifiedField(name []byte) bool {
-	for _, f := range notModifiedFields {
-		if len(f) == len(name) && compareFold(name, []byte(f)) == 0 {
-			return true
-		}
-	}
-	return false
-}

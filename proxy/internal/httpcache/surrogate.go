@@ -55,12 +55,6 @@ type SurrogateControl struct {
 	maxAgeRank uint8
 }
 
-// HeaderSurrogateControl and HeaderSurrogateCapability name the fields.
-const (
-	HeaderSurrogateControl    = "Surrogate-Control"
-	HeaderSurrogateCapability = "Surrogate-Capability"
-)
-
 // Reset sets sc to "no directives".
 func (sc *SurrogateControl) Reset() { *sc = SurrogateControl{MaxAge: -1} }
 
@@ -136,7 +130,7 @@ func surrogateMaxAge(arg []byte, hasArg bool) (int64, bool) {
 // addressed to token.
 func ReadSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
 	sc.Reset()
-	for _, line := range h.PeekAll(HeaderSurrogateControl) {
+	for _, line := range h.PeekAll(surrogateControl) {
 		sc.Add(line, token)
 	}
 }
