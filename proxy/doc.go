@@ -86,7 +86,7 @@
 // (format version 2; version 1 was, costing 8-24% of the CPU of large
 // hits in issue 7's benchmarks). They are checked where they can go bad:
 // the hybrid cache verifies each entry read back from disk against its own
-// CRC, and memory is trusted. A store without such a check (MapStore) gets
+// CRC, and memory is trusted. A store without such a check (mapStore) gets
 // none. Records and slices of another version decode as a miss (not
 // counted as corrupt) and are never served; the next fill replaces them.
 //

@@ -339,7 +339,7 @@ func TestStoreExpiry(t *testing.T) {
 		{"keep disabled", -1, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep,
+			s, err := New(newMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep,
 				StaleIfUnreachable: -1})
 			if err != nil {
 				t.Fatal(err)
@@ -373,7 +373,7 @@ func Test304WithoutValidators(t *testing.T) {
 // TestStoreExpiryUnreachable: a response that may be served stale to a
 // disconnected client is kept StaleIfUnreachable past its lifetime.
 func TestStoreExpiryUnreachable(t *testing.T) {
-	s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, StaleIfUnreachable: time.Minute})
+	s, err := New(newMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, StaleIfUnreachable: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,12 +93,12 @@ func New(store Store, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// HTTPServer returns a fasthttp.Server serving s.Handler with the
+// HTTPServer returns a fasthttp.Server serving s.handler with the
 // configured limits. The caller runs Serve on its listeners and
 // ShutdownWithContext on the way out, then Close.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.Handler,
+		Handler:                       s.handler,
 		ErrorHandler:                  s.errorHandler,
 		ReadBufferSize:                s.opts.MaxHeaderBytes,
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
@@ -156,8 +156,8 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Error("proxy: malformed request", fasthttp.StatusBadRequest)
 }
 
-// Handler serves one request.
-func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+// handler serves one request.
+func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	if ctx.Request.Header.ContentLength() != -2 && smuggled(ctx.Request.Header.RawHeaders()) {
 		s.fail(ctx, fasthttp.StatusBadRequest, "proxy: both Content-Length and Transfer-Encoding")
 		return

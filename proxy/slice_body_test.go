@@ -20,7 +20,7 @@ func slicedHit(p *pair, ctx *fasthttp.RequestCtx, path string, w io.Writer) erro
 	ctx.Response.Reset()
 	ctx.Request.Header.SetHost("example.com")
 	ctx.Request.Header.SetRequestURI(path)
-	p.srv.Handler(ctx)
+	p.srv.handler(ctx)
 	return ctx.Response.BodyWriteTo(w)
 }
 
@@ -46,7 +46,7 @@ func TestSlicedHit(t *testing.T) {
 	// small buffer would take WriteTo; call Read directly).
 	ctx.Request.Header.SetRequestURI("/big")
 	ctx.Response.Reset()
-	p.srv.Handler(&ctx)
+	p.srv.handler(&ctx)
 	r := ctx.Response.BodyStream()
 	got, buf := []byte(nil), make([]byte, 7777)
 	for {

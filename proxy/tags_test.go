@@ -17,8 +17,8 @@ func tagsOf(h ...string) []string {
 }
 
 func TestForEachTag(t *testing.T) {
-	long := strings.Repeat("x", MaxTagLen)
-	many := strings.TrimSpace(strings.Repeat("t ", MaxTagsPerObject+5))
+	long := strings.Repeat("x", maxTagLen)
+	many := strings.TrimSpace(strings.Repeat("t ", maxTagsPerObject+5))
 	for _, tc := range []struct {
 		name string
 		h    []string
@@ -39,8 +39,8 @@ func TestForEachTag(t *testing.T) {
 			}
 		})
 	}
-	if n := len(tagsOf("Surrogate-Key", many, "Cache-Tag", "late")); n != MaxTagsPerObject {
-		t.Errorf("%d tags read, want the first %d", n, MaxTagsPerObject)
+	if n := len(tagsOf("Surrogate-Key", many, "Cache-Tag", "late")); n != maxTagsPerObject {
+		t.Errorf("%d tags read, want the first %d", n, maxTagsPerObject)
 	}
 }
 
@@ -56,7 +56,7 @@ func FuzzForEachTag(f *testing.F) {
 			}
 			return true
 		})
-		if n > MaxTagsPerObject {
+		if n > maxTagsPerObject {
 			t.Fatalf("%d tags", n)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ParseAge parses an Age field value (RFC 9111 §5.1): delta-seconds, a
+// parseAge parses an Age field value (RFC 9111 §5.1): delta-seconds, a
 // value over 2^31 becoming 2^31 (§1.2.2).
 //
 // Age is a singleton field, but senders and intermediaries do produce lists
@@ -16,7 +16,7 @@ import (
 // field value, discarding subsequent ones", and "if the field value (after
 // discarding additional members ...) is invalid (e.g., it contains
 // something other than a non-negative integer), a cache SHOULD ignore the
-// field". So ParseAge reads the first non-empty member (RFC 9110 §5.6.1:
+// field". So parseAge reads the first non-empty member (RFC 9110 §5.6.1:
 // empty list elements do not count) and reports false when that member is
 // not delta-seconds: empty, negative, fractional, with parameters
 // ("7200;foo=bar": Age is not a structured field) or anything else. The
@@ -30,7 +30,7 @@ import (
 // versions agree with the RFC; we follow the RFC, so age-parse-nonnumeric,
 // -negative, -float, -parameter, -numeric-parameter, -dup-0, -dup-0-twoline,
 // -dup-old and -prefix-twoline fail there on purpose.
-func ParseAge(v []byte) (int64, bool) {
+func parseAge(v []byte) (int64, bool) {
 	if m := firstMember(v); len(m) > 0 {
 		return parseDelta(m)
 	}
@@ -39,7 +39,7 @@ func ParseAge(v []byte) (int64, bool) {
 
 // ResponseAge reads the Age field of h and returns the age in seconds, 0
 // when absent or invalid. Several Age lines are one list (RFC 9110 §5.3),
-// so the first member is on the first line that holds one (see ParseAge).
+// so the first member is on the first line that holds one (see parseAge).
 func ResponseAge(h *fasthttp.ResponseHeader) int64 {
 	for _, line := range h.PeekAll(fasthttp.HeaderAge) {
 		if m := firstMember(line); len(m) > 0 {
@@ -62,7 +62,7 @@ func ResponseAge(h *fasthttp.ResponseHeader) int64 {
 //	resident_time         = now - response_time
 //	current_age           = corrected_initial_age + resident_time
 //
-// ageHeader is the Age value in seconds (ParseAge; 0 when absent), date the
+// ageHeader is the Age value in seconds (parseAge; 0 when absent), date the
 // response's Date (zero time when absent: the apparent age is then 0),
 // requestTime when the request that fetched it was sent and responseTime
 // when the response arrived. Two guards for clocks that step backwards,

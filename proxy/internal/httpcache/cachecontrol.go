@@ -4,8 +4,8 @@ package httpcache
 // response: the same struct holds both kinds of directive, and each rule
 // reads only the ones that apply to it.
 //
-// Parsing. ParseCacheControl resets the struct and parses one field value;
-// Add merges one more field line into what is already there, which is how
+// Parsing. parseCacheControl resets the struct and parses one field value;
+// add merges one more field line into what is already there, which is how
 // a message with several Cache-Control lines is read (RFC 9110 §5.3: lines
 // combine as one comma-separated list). The parser never allocates and
 // keeps no reference to the input: a CacheControl may be copied and kept.
@@ -56,22 +56,22 @@ type CacheControl struct {
 // deltaMax is the value an overflowing delta-seconds becomes (§1.2.2).
 const deltaMax = 1 << 31
 
-// ParseCacheControl resets cc and parses one Cache-Control field value into
+// parseCacheControl resets cc and parses one Cache-Control field value into
 // it. It never fails: see CacheControl for how bad input is read.
-func ParseCacheControl(cc *CacheControl, value []byte) {
-	cc.Reset()
-	cc.Add(value)
+func parseCacheControl(cc *CacheControl, value []byte) {
+	cc.reset()
+	cc.add(value)
 }
 
-// Reset sets cc to "no directives".
-func (cc *CacheControl) Reset() {
+// reset sets cc to "no directives".
+func (cc *CacheControl) reset() {
 	*cc = CacheControl{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1,
 		StaleWhileRevalidate: -1, StaleIfError: -1}
 }
 
-// Add merges the directives of one more Cache-Control field line into cc.
-// REQUIRES: cc was Reset (or parsed) before the first Add.
-func (cc *CacheControl) Add(value []byte) {
+// add merges the directives of one more Cache-Control field line into cc.
+// REQUIRES: cc was reset (or parsed) before the first add.
+func (cc *CacheControl) add(value []byte) {
 	for len(value) > 0 {
 		var name, arg []byte
 		var hasArg bool

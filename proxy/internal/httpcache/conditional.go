@@ -6,11 +6,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ETagMatchWeak is the weak comparison of two entity-tags (RFC 9110
+// etagMatchWeak is the weak comparison of two entity-tags (RFC 9110
 // §8.8.3.2): their opaque-tags are equal, either or both may be weak
 // ("W/" prefix). Empty tags never match. Tags are compared as sent, quotes
 // included; a tag without quotes (a broken origin) only matches itself.
-func ETagMatchWeak(a, b []byte) bool {
+func etagMatchWeak(a, b []byte) bool {
 	_, oa := etagSplit(a)
 	_, ob := etagSplit(b)
 	return len(oa) > 0 && string(oa) == string(ob)
@@ -103,7 +103,7 @@ func etagListMatches(list, etag []byte) bool {
 		if len(m) == 1 && m[0] == '*' {
 			return true
 		}
-		if len(m) > 0 && ETagMatchWeak(m, etag) {
+		if len(m) > 0 && etagMatchWeak(m, etag) {
 			return true
 		}
 	}
@@ -156,7 +156,7 @@ func Selects304(h *fasthttp.ResponseHeader, etag []byte, lastModified time.Time)
 		if !weak {
 			return ETagMatchStrong(tag, etag)
 		}
-		return storedWeak && ETagMatchWeak(tag, etag)
+		return storedWeak && etagMatchWeak(tag, etag)
 	}
 	if lm := h.Peek(fasthttp.HeaderLastModified); len(lm) > 0 {
 		t, ok := ParseDate(lm)

@@ -23,7 +23,7 @@ func TestETagMatch(t *testing.T) {
 		{`abc`, `abc`, true, true}, // unquoted: compared as sent
 	}
 	for _, tt := range tests {
-		if got := ETagMatchWeak([]byte(tt.a), []byte(tt.b)); got != tt.weak {
+		if got := etagMatchWeak([]byte(tt.a), []byte(tt.b)); got != tt.weak {
 			t.Errorf("RFC 9110 §8.8.3.2 weak(%q, %q) = %v", tt.a, tt.b, got)
 		}
 		if got := ETagMatchStrong([]byte(tt.a), []byte(tt.b)); got != tt.strong {

@@ -7,9 +7,9 @@ import "bytes"
 // every name listed in the message's Connection header (conn).
 func HopByHop(key, conn []byte) bool {
 	switch {
-	case bytes.EqualFold(key, HeaderConnection), bytes.EqualFold(key, HeaderKeepAlive),
-		bytes.EqualFold(key, HeaderTE), bytes.EqualFold(key, HeaderTrailer),
-		bytes.EqualFold(key, HeaderTransferEncoding), bytes.EqualFold(key, HeaderUpgrade):
+	case bytes.EqualFold(key, HeaderConnection), bytes.EqualFold(key, headerKeepAlive),
+		bytes.EqualFold(key, headerTE), bytes.EqualFold(key, headerTrailer),
+		bytes.EqualFold(key, HeaderTransferEncoding), bytes.EqualFold(key, headerUpgrade):
 		return true
 	case len(key) >= len(proxyPrefix) && bytes.EqualFold(key[:len(proxyPrefix)], proxyPrefix):
 		return true
@@ -39,7 +39,7 @@ func listed(list, name []byte) bool {
 // Alt-Svc (a statement about the origin's connection, not the resource).
 func StoredField(key, conn []byte) bool {
 	return !HopByHop(key, conn) && !bytes.EqualFold(key, HeaderContentLength) &&
-		!bytes.EqualFold(key, HeaderAge) && !bytes.EqualFold(key, HeaderAltSvc)
+		!bytes.EqualFold(key, HeaderAge) && !bytes.EqualFold(key, headerAltSvc)
 }
 
 // UpdatableField reports whether a 304's field may replace the stored

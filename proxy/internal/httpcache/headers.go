@@ -6,7 +6,6 @@ package httpcache
 // them. (Lookups that take a string use fasthttp's Header* constants.)
 var (
 	HeaderAge                 = []byte("Age")
-	HeaderAltSvc              = []byte("Alt-Svc")
 	HeaderCacheStatus         = []byte("Cache-Status")
 	HeaderCacheTag            = []byte("Cache-Tag")
 	HeaderConnection          = []byte("Connection")
@@ -19,20 +18,24 @@ var (
 	HeaderIfNoneMatch         = []byte("If-None-Match")
 	HeaderIfRange             = []byte("If-Range")
 	HeaderIfUnmodifiedSince   = []byte("If-Unmodified-Since")
-	HeaderKeepAlive           = []byte("Keep-Alive")
 	HeaderRange               = []byte("Range")
 	HeaderSurrogateCapability = []byte("Surrogate-Capability")
 	HeaderSurrogateControl    = []byte(surrogateControl)
 	HeaderSurrogateKey        = []byte("Surrogate-Key")
-	HeaderTE                  = []byte("TE")
-	HeaderTrailer             = []byte("Trailer")
 	HeaderTransferEncoding    = []byte("Transfer-Encoding")
-	HeaderUpgrade             = []byte("Upgrade")
 	HeaderVia                 = []byte("Via")
 	HeaderXForwardedFor       = []byte("X-Forwarded-For")
 	HeaderXForwardedHost      = []byte("X-Forwarded-Host")
 	HeaderXForwardedProto     = []byte("X-Forwarded-Proto")
+)
 
+// Names only the field rules here use.
+var (
+	headerAltSvc    = []byte("Alt-Svc")
+	headerKeepAlive = []byte("Keep-Alive")
+	headerTE        = []byte("TE")
+	headerTrailer   = []byte("Trailer")
+	headerUpgrade   = []byte("Upgrade")
 	// proxyPrefix starts the names of the Proxy-* fields (HopByHop).
 	proxyPrefix = []byte("Proxy-")
 )

@@ -11,8 +11,8 @@ import (
 // PolicyOptions configure the HTTP caching rules (RFC 9111).
 //
 // Shared defaults to true, which EnsureDefaults cannot do for a bool (it
-// cannot tell an explicit false from an unset field): start from
-// DefaultPolicyOptions and decode the YAML over it.
+// cannot tell an explicit false from an unset field): whoever owns the
+// options sets it (proxy.Options.EnsureDefaults forces it on).
 type PolicyOptions struct {
 	// Shared: the cache is shared (s-maxage, private, proxy-revalidate and
 	// the Authorization rule apply). Default true; a reverse proxy is one.
@@ -53,14 +53,6 @@ type PolicyOptions struct {
 // SurrogateCapability is the Surrogate-Capability value strata sends,
 // `<token>="Surrogate/1.0"`, or nil before EnsureDefaults ran. Read-only.
 func (o *PolicyOptions) SurrogateCapability() []byte { return o.surrogateCap }
-
-// DefaultPolicyOptions returns the defaults: a shared cache, heuristic
-// fraction 0.1 capped at 24h, no default TTL, Set-Cookie not stored, no grace.
-func DefaultPolicyOptions() PolicyOptions {
-	o := PolicyOptions{Shared: true}
-	o.EnsureDefaults()
-	return o
-}
 
 // EnsureDefaults fills zero fields with their defaults (not Shared; see
 // PolicyOptions).
@@ -154,10 +146,10 @@ const (
 // headers must not have DisableNormalizing set.
 func ParseRequest(rp *RequestPolicy, h *fasthttp.RequestHeader) {
 	*rp = RequestPolicy{}
-	rp.CC.Reset()
+	rp.CC.reset()
 	lines := h.PeekAll(fasthttp.HeaderCacheControl)
 	for _, line := range lines {
-		rp.CC.Add(line)
+		rp.CC.add(line)
 	}
 	if len(lines) == 0 {
 		for _, line := range h.PeekAll(fasthttp.HeaderPragma) {
@@ -254,13 +246,13 @@ type StoreInfo struct {
 
 func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, now time.Time, o *PolicyOptions) {
 	*si = StoreInfo{}
-	si.CC.Reset()
+	si.CC.reset()
 	for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
-		si.CC.Add(line)
+		si.CC.add(line)
 	}
-	si.Surrogate.Reset()
+	si.Surrogate.reset()
 	if !o.IgnoreSurrogateControl {
-		ReadSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
+		readSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
 	}
 	storeReadHeaders(si, h, now)
 	storeFreshness(si, status, h, o)
@@ -321,7 +313,7 @@ func storeHasSetCookie(h *fasthttp.ResponseHeader) bool {
 
 func storeVaryStar(h *fasthttp.ResponseHeader) bool {
 	for _, line := range h.PeekAll(fasthttp.HeaderVary) {
-		if VaryStar(line) {
+		if varyStar(line) {
 			return true
 		}
 	}

@@ -13,7 +13,7 @@ func BenchmarkParseCacheControl(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(v)))
 	for b.Loop() {
-		ParseCacheControl(&cc, v)
+		parseCacheControl(&cc, v)
 	}
 }
 
@@ -32,7 +32,7 @@ func BenchmarkStoreDecision(b *testing.B) {
 	ParseRequest(&rp, &req.Header)
 	h := testResponse(b, "200 OK", "Date: "+testDate(0), "Cache-Control: public, max-age=60", "Last-Modified: "+testDate(-60),
 		`ETag: "abc"`, "Vary: Accept-Encoding", "Content-Type: text/html")
-	o := DefaultPolicyOptions()
+	o := defaultPolicyOptions()
 	var si StoreInfo
 	b.ReportAllocs()
 	for b.Loop() {

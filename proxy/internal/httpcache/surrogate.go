@@ -55,14 +55,14 @@ type SurrogateControl struct {
 	maxAgeRank uint8
 }
 
-// Reset sets sc to "no directives".
-func (sc *SurrogateControl) Reset() { *sc = SurrogateControl{MaxAge: -1} }
+// reset sets sc to "no directives".
+func (sc *SurrogateControl) reset() { *sc = SurrogateControl{MaxAge: -1} }
 
-// Add merges the directives of one Surrogate-Control field line that apply
+// add merges the directives of one Surrogate-Control field line that apply
 // to the surrogate named token (case-insensitive). It never fails: junk is
 // skipped. It does not allocate.
-// REQUIRES: sc was Reset before the first Add.
-func (sc *SurrogateControl) Add(line []byte, token string) {
+// REQUIRES: sc was reset before the first add.
+func (sc *SurrogateControl) add(line []byte, token string) {
 	for len(line) > 0 {
 		var name, arg []byte
 		var hasArg bool
@@ -126,12 +126,12 @@ func surrogateMaxAge(arg []byte, hasArg bool) (int64, bool) {
 	return n, true
 }
 
-// ReadSurrogateControl fills sc from every Surrogate-Control line of h
+// readSurrogateControl fills sc from every Surrogate-Control line of h
 // addressed to token.
-func ReadSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
-	sc.Reset()
+func readSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
+	sc.reset()
 	for _, line := range h.PeekAll(surrogateControl) {
-		sc.Add(line, token)
+		sc.add(line, token)
 	}
 }
 

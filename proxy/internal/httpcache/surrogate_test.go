@@ -42,9 +42,9 @@ func TestSurrogateControlParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var sc SurrogateControl
-			sc.Reset()
+			sc.reset()
 			for _, l := range tt.lines {
-				sc.Add([]byte(l), "strata")
+				sc.add([]byte(l), "strata")
 			}
 			if sc.MaxAge != tt.maxAge || sc.NoStore != tt.noStore {
 				t.Errorf("%q: MaxAge %d NoStore %v, want %d %v", tt.lines, sc.MaxAge, sc.NoStore, tt.maxAge, tt.noStore)
@@ -53,7 +53,7 @@ func TestSurrogateControlParse(t *testing.T) {
 	}
 	var sc SurrogateControl
 	v := []byte("foo, max-age=60;strata, no-store;cdn")
-	if n := testing.AllocsPerRun(100, func() { sc.Reset(); sc.Add(v, "strata") }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { sc.reset(); sc.add(v, "strata") }); n != 0 {
 		t.Errorf("Add allocates %v times", n)
 	}
 }
@@ -90,7 +90,7 @@ func TestSurrogateStoreDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := DefaultPolicyOptions()
+			o := defaultPolicyOptions()
 			o.IgnoreSurrogateControl = tt.ignore
 			req := testRequest(t, "GET", "/", tt.req...)
 			var rp RequestPolicy
@@ -107,7 +107,7 @@ func TestSurrogateStoreDecision(t *testing.T) {
 
 func TestSurrogateTokenValidate(t *testing.T) {
 	for tok, ok := range map[string]bool{"strata": true, "edge-1.example": true, "a b": false, `x"`: false, "a;b": false} {
-		o := DefaultPolicyOptions()
+		o := defaultPolicyOptions()
 		o.SurrogateToken = tok
 		if err := o.Validate(); (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "surrogate_token")) {
 			t.Errorf("token %q: %v", tok, err)
@@ -121,15 +121,15 @@ func FuzzSurrogateControl(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var sc SurrogateControl
-		sc.Reset()
-		sc.Add([]byte(s), "strata")
+		sc.reset()
+		sc.add([]byte(s), "strata")
 		if sc.MaxAge < -1 || sc.MaxAge > deltaMax {
 			t.Fatalf("%q: MaxAge %d out of range", s, sc.MaxAge)
 		}
 		// Directives for another device never change the outcome.
 		var other SurrogateControl
-		other.Reset()
-		other.Add([]byte(s+", max-age=7;someone-else, no-store;someone-else"), "strata")
+		other.reset()
+		other.add([]byte(s+", max-age=7;someone-else, no-store;someone-else"), "strata")
 		if !strings.Contains(s, "\"") && (other.MaxAge != sc.MaxAge || other.NoStore != sc.NoStore) {
 			t.Fatalf("%q: a directive for another device changed %+v to %+v", s, sc, other)
 		}

@@ -61,8 +61,8 @@ func VaryKey(dst []byte, vary []byte, req *fasthttp.RequestHeader) ([]byte, bool
 	return dst, true
 }
 
-// VaryStar reports whether the Vary field value v lists "*".
-func VaryStar(v []byte) bool {
+// varyStar reports whether the Vary field value v lists "*".
+func varyStar(v []byte) bool {
 	for len(v) > 0 {
 		var m []byte
 		m, v = nextMember(v)
