@@ -84,7 +84,7 @@
 //
 // One checksum per byte: body bytes are not checksummed by the proxy
 // (format version 2; version 1 was, costing 8-24% of the CPU of large
-// hits in issue 7's benchmarks). They are checked where they can go bad:
+// hits in the peer benchmark). They are checked where they can go bad:
 // the hybrid cache verifies each entry read back from disk against its own
 // CRC, and memory is trusted. A store without such a check (mapStore) gets
 // none. Records and slices of another version decode as a miss (not

@@ -175,8 +175,9 @@ func storedDate(kvs []headerKV) []byte {
 }
 
 // consumeSurrogate removes Surrogate-Control from an origin response once
-// httpcache.StoreDecision has read it: it is addressed to surrogates, and strata is
-// the one that acts on it (surrogate.go). Kept when IgnoreSurrogateControl.
+// httpcache.StoreDecision has read it: it is addressed to surrogates, and
+// strata is the one that acts on it (httpcache's surrogate.go). Kept when
+// IgnoreSurrogateControl.
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
 	if !s.opts.Policy.IgnoreSurrogateControl {
 		h.DelBytes(httpcache.HeaderSurrogateControl)

@@ -11,10 +11,10 @@ import (
 // Invalidation (RFC 9111 §4.4). A request with an unsafe method (anything
 // but GET, HEAD, OPTIONS, TRACE: POST, PUT, DELETE, PATCH and unknown
 // methods) is passed to the origin; when the answer is not an error (2xx,
-// 3xx: httpcache.Invalidates), the stored responses for the target URI are removed,
-// and those for the URIs in Location and Content-Location when they have
-// the request's origin (same scheme, host and port: a response must not be
-// able to evict another site's objects). Removal takes the record, its
+// 3xx: httpcache.Invalidates), the stored responses for the target URI are
+// removed, and those for the URIs in Location and Content-Location when
+// they have the request's origin (same scheme, host and port: a response
+// must not be able to evict another site's objects). Removal takes the record, its
 // slices and, for a URL with variants, every listed variant and the index
 // (removeObject); the store's Remove reaches the disk tier (the hybrid
 // cache writes a tombstone). A fill in flight for the URL may still commit

@@ -26,7 +26,9 @@ import (
 // inline body too). The bytes of a body are checked where they can go bad:
 // the hybrid cache verifies every entry it reads back from disk against
 // its own checksum, and the memory tier is trusted. Checking them again
-// here cost 8-24% of the CPU of large hits (issue 7). A record of another
+// here cost 8-24% of the CPU of large hits in the peer benchmark
+// (bench/peerbench: 256 KiB hits, 64 KiB objects in a working set four
+// times the memory tier, a 256 MiB object streamed). A record of another
 // version decodes as errRecordVersion, a miss, and is never served: the
 // fill that follows overwrites it.
 const (
@@ -51,12 +53,12 @@ const (
 	flagMustRevalidate = 1 << iota
 	flagHeuristic
 	flagInline
-	// flagPartial: the record was built from a 206 (issue 6): any of its
-	// slices may be missing and is then fetched from the origin with a
-	// Range request. Such a record never holds its body inline. Decoders
+	// flagPartial: the record was built from a 206 (partial caching): any
+	// of its slices may be missing and is then fetched from the origin
+	// with a Range request. Such a record never holds its body inline. Decoders
 	// before this flag refuse it (unknown flag bits), cleanly.
 	flagPartial
-	flagNoCache // response no-cache: every use revalidates (issue 6)
+	flagNoCache // response no-cache: every use revalidates
 )
 
 type headerKV struct{ Key, Value []byte }

@@ -15,7 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Ranges (issue 6). A GET or HEAD with a Range field is answered from
+// Ranges (RFC 9110 §14). A GET or HEAD with a Range field is answered from
 // whatever holds the representation:
 //
 //   - a stored record (serveRanged): an inline body is cut in memory; a

@@ -11,19 +11,20 @@ import (
 )
 
 // Revalidation (RFC 9111 §4.3). A stored response the request may not use
-// as it is (httpcache.Evaluate says httpcache.MustValidate) goes through the fill of its key
-// like a miss, with the stored record handed to the fill (prior). When the
-// record has validators, the fill's origin request carries If-None-Match
-// (its ETag) and If-Modified-Since (its Last-Modified, as sent). Outcomes:
-//   - 304 that selects the stored response (httpcache.Selects304: its ETag, else
-//     its Last-Modified, equals the stored one, or it has neither): the
-//     stored headers are updated from the 304 (every stored end-to-end
+// as it is (httpcache.Evaluate says MustValidate) goes through the fill of
+// its key like a miss, with the stored record handed to the fill (prior).
+// When the record has validators, the fill's origin request carries
+// If-None-Match (its ETag) and If-Modified-Since (its Last-Modified, as
+// sent). Outcomes:
+//   - 304 that selects the stored response (httpcache.Selects304: its ETag,
+//     else its Last-Modified, equals the stored one, or it has neither):
+//     the stored headers are updated from the 304 (every stored end-to-end
 //     field the 304 also carries is replaced, but hop-by-hop, Content-Length,
 //     Age, Alt-Svc, Content-Encoding, Content-Range and Content-MD5 never
-//     are; a 304 without Date gets the time it arrived), httpcache.StoreDecision is run again
-//     on the result with the stored status, and the record is re-inserted
-//     with the same generation and body, so its slices stay valid. Every
-//     request waiting on the fill serves the refreshed record
+//     are; a 304 without Date gets the time it arrived), StoreDecision is
+//     run again on the result with the stored status, and the record is
+//     re-inserted with the same generation and body, so its slices stay
+//     valid. Every request waiting on the fill serves the refreshed record
 //     (fwd=stale|request; fwd-status=304). If the refreshed response may
 //     no longer be stored, the record is removed, and still served to the
 //     waiters.
@@ -31,7 +32,7 @@ import (
 //   - 500, 502, 503 or 504 while the leader could serve the stored
 //     response on error (stale-if-error, grace, or still fresh): the error
 //     is not stored; each waiter serves the stored response if its own
-//     httpcache.Verdict allows (fwd=stale; detail=stale-if-error), else passes.
+//     Verdict allows (fwd=stale; detail=stale-if-error), else passes.
 //   - a connection error or timeout: the same, else 502/504.
 //   - anything else: the fill proceeds as a miss (a 200 replaces the entry).
 //

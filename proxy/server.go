@@ -28,7 +28,7 @@ type Server struct {
 	via     []byte // "1.1 <ViaName>"
 	cs      [csCount][]byte
 	fills   fillMap
-	fetches fetchMap // slice fetches in flight (issue 6)
+	fetches fetchMap // slice fetches in flight (Range requests, partial caching)
 	vlocks  variantLocks
 	nfills  atomic.Int64
 	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
@@ -51,7 +51,7 @@ type reqState struct {
 	obj  object
 	rp   httpcache.RequestPolicy
 
-	// Issue 6: revalidation, variants, stale serving.
+	// Revalidation, variants, stale serving.
 	pkey    []byte            // primary (URL) key; key is a variant's when the URL varies
 	vk      []byte            // secondary (Vary) key
 	vkeys   [][]byte          // decoded variant index keys
@@ -199,11 +199,11 @@ var (
 	schemeHTTPS = []byte("https")
 )
 
-// lookup serves a stored response the request may use (httpcache.Evaluate: fresh,
-// allowed stale, or stale-while-revalidate, which also starts a background
-// revalidation) and returns its hit status, or returns the forward status
-// for the miss path, with the stored response (if any) left in st for
-// revalidation and stale-if-error.
+// lookup serves a stored response the request may use (httpcache.Evaluate:
+// fresh, allowed stale, or stale-while-revalidate, which also starts a
+// background revalidation) and returns its hit status, or returns the
+// forward status for the miss path, with the stored response (if any) left
+// in st for revalidation and stale-if-error.
 func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cacheStatus {
 	st.have = false
 	st.pkey = append(st.pkey[:0], st.key...)
@@ -282,7 +282,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 
 // swapBodyMin is the body size from which a hit's body is handed to the
 // response instead of copied (a 256KiB hit spent 22% of its CPU on that
-// copy: issue 7's scenario 2).
+// copy in the peer benchmark's run of 256 KiB hits).
 const swapBodyMin = 32 << 10
 
 // setBody sets resp's body to body, which is in st.val. From swapBodyMin

@@ -15,7 +15,7 @@ import (
 )
 
 // A sliceFetch is one origin Range request for a run of consecutive
-// slices [first, last] of one object (issue 6, partial caching). It is
+// slices [first, last] of one object (partial caching). It is
 // registered in the Server's per-slice in-flight map under every slice it
 // covers, so concurrent requests needing any of them join it instead of
 // asking the origin again; it leaves the map once its slices are in the

@@ -10,14 +10,14 @@ import (
 
 // Stale serving (RFC 9111 §4.2.4, RFC 5861, PolicyOptions.Grace). The
 // verdicts come from httpcache.Evaluate, read once in lookup:
-//   - httpcache.StaleServable (the request's max-stale) and httpcache.StaleRevalidate
+//   - StaleServable (the request's max-stale) and StaleRevalidate
 //     (stale-while-revalidate, or the grace when the response carried
 //     neither RFC 5861 directive) are served at once with
-//     "Cache-Status: strata; hit; detail=stale"; httpcache.StaleRevalidate also
+//     "Cache-Status: strata; hit; detail=stale"; StaleRevalidate also
 //     starts one background revalidation (revalidate.go).
-//   - httpcache.MustValidate goes to the origin through the fill; when the fill
+//   - MustValidate goes to the origin through the fill; when the fill
 //     fails (connection error, timeout) or the origin answers 500, 502, 503
-//     or 504, a request whose httpcache.Verdict has ServeOnError (fresh, or stale
+//     or 504, a request whose Verdict has ServeOnError (fresh, or stale
 //     within stale-if-error from the response or the request, or the
 //     grace) gets the stored response with "fwd=stale;
 //     detail=stale-if-error". When the origin cannot be reached at all,
@@ -25,15 +25,15 @@ import (
 //     the same way without any directive (§4.2.4: a disconnected cache).
 //
 // must-revalidate, proxy-revalidate, s-maxage (shared) and no-cache
-// (request or response) make httpcache.Evaluate refuse all of these: the answer is
-// then the origin's, or 502/504 when the origin fails.
+// (request or response) make httpcache.Evaluate refuse all of these: the
+// answer is then the origin's, or 502/504 when the origin fails.
 
-// afterFill handles the fill outcomes of issue 6 for one waiting request:
-// a refreshed record, an origin failure with a stored response to fall
-// back on, a client conditional that the fetched response satisfies, a
-// varying response that is not this request's variant. It reports true
-// when it answered; it has then dropped its fill reference and released
-// resp.
+// afterFill handles, for one waiting request, the fill outcomes that take
+// more than reading the fill's body: a refreshed record, an origin failure
+// with a stored response to fall back on, a client conditional that the
+// fetched response satisfies, a varying response that is not this
+// request's variant. It reports true when it answered; it has then
+// dropped its fill reference and released resp.
 func (s *Server) afterFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *origin,
 	state fillState, resp *fasthttp.Response, leader bool, cs cacheStatus) bool {
 	switch state {

@@ -24,10 +24,11 @@ import (
 //
 // A variant is an ordinary object (record and slices) under the object key
 // variantKey(primary, epoch, secondary) = primary | 0x00 'v' | epoch u64 |
-// secondary, where secondary is httpcache.VaryKey of the request for the index's
-// Vary value. A primary key never holds a 0x00 byte (httpcache.BuildKey escapes
-// control bytes in the target, and its header part is length-prefixed),
-// so no variant key equals a primary key or another URL's variant key.
+// secondary, where secondary is httpcache.VaryKey of the request for the
+// index's Vary value. A primary key never holds a 0x00 byte
+// (httpcache.BuildKey escapes control bytes in the target, and its header
+// part is length-prefixed), so no variant key equals a primary key or
+// another URL's variant key.
 //
 // The epoch is random per index: a new index (first variant, a changed
 // Vary value, or after an invalidation removed the index) makes every
@@ -44,7 +45,8 @@ import (
 // (which can differ in Via, X-Forwarded-* and hop-by-hop fields), so a
 // stored variant is only ever served to a request whose named fields equal
 // those the origin saw. A variant whose secondary key is longer than
-// maxVariantKeyLen is not stored. `Vary: *` is never stored (httpcache.StoreDecision).
+// maxVariantKeyLen is not stored. `Vary: *` is never stored
+// (httpcache.StoreDecision).
 const (
 	variantIndexVersion = 1
 	maxVariantKeyLen    = 2048
