@@ -1,10 +1,11 @@
 package proxy
 
 import (
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Client conditionals (RFC 9110 §13.1.1, §13.1.3, §13.2; RFC 9111 §4.3.2).

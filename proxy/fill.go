@@ -7,11 +7,12 @@ import (
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
-	"strata/proxy/internal/httpcache"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // A fill is one origin fetch shared by every request for its key that

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strata/proxy/internal/httpcache"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // gate holds origin responses until released.

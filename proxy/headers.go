@@ -3,11 +3,12 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"strata/proxy/internal/httpcache"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // fillDropped are the request headers a shared fill must not forward: the

@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"net/url"
-	"strata/proxy/internal/httpcache"
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Invalidation (RFC 9111 §4.4). A request with an unsafe method (anything

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Host header modes of OriginOptions.HostHeader.

@@ -3,9 +3,10 @@ package proxy
 import (
 	"fmt"
 	"io"
-	"strata/proxy/internal/httpcache"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // pass forwards the request to o and streams the answer back, storing

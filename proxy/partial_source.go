@@ -3,10 +3,11 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"strata/proxy/internal/byterange"
-	"strata/proxy/internal/httpcache"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
 var (

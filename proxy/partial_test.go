@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"strata/proxy/internal/byterange"
-	"strata/proxy/internal/httpcache"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
 // rangeOrigin serves a versioned generated object with net/http's

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // PurgeOptions bound purging by tag and by prefix (see purgeTable and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
 	"strata/proxy/internal/byterange"
 )
 

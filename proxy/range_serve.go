@@ -8,11 +8,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"strata/proxy/internal/byterange"
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
 // Ranges (RFC 9110 §14). A GET or HEAD with a Range field is answered from

@@ -6,12 +6,13 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"strata/proxy/internal/byterange"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
 )
 
 func TestRangesFor(t *testing.T) {

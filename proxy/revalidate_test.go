@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"strata/proxy/internal/httpcache"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // versioned is an origin whose representation is version v (settable),

@@ -1,10 +1,11 @@
 package proxy
 
 import (
-	"strata/proxy/internal/byterange"
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
 )
 
 // slicedBody is the body of a response served from a sliced object

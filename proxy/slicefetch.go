@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"strata/proxy/internal/httpcache"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // A sliceFetch is one origin Range request for a run of consecutive

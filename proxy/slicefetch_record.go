@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
-	"strata/proxy/internal/byterange"
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
 // accept checks a 206 against the run it answers, then adopts or

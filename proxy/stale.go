@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"bytes"
-	"strata/proxy/internal/httpcache"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Stale serving (RFC 9111 §4.2.4, RFC 5861, PolicyOptions.Grace). The

@@ -2,8 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"strata/proxy/internal/httpcache"
 	"sync"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Surrogate keys (tags). An origin labels a response with tags so that an

@@ -1,9 +1,10 @@
 package proxy
 
 import (
-	"strata/proxy/internal/httpcache"
 	"strings"
 	"testing"
+
+	"strata/proxy/internal/httpcache"
 )
 
 func tagsOf(h ...string) []string {

@@ -7,11 +7,12 @@ import (
 	"hash/crc32"
 	"hash/maphash"
 	"math/rand/v2"
-	"strata/proxy/internal/httpcache"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Variants (RFC 9111 §4.1). A response carrying Vary is stored as one
