@@ -15,6 +15,33 @@ import (
 	"strata/proxy/internal/httpcache"
 )
 
+// Misses and fills.
+//
+// A miss joins the fill for its key in a sharded in-flight map, or starts one.
+// The fill runs in a goroutine owned by the Server, with its own context
+// (derived from the Server's lifetime, bounded by FillTimeout): a client that
+// leaves does not cancel it. It asks the origin for the whole GET, made
+// conditional on the stored record's validators when it revalidates one (a 304
+// refreshes the record in place, see revalidate.go). When the headers arrive,
+// httpcache.StoreDecision says whether the response may be stored (a varying
+// one under its variant's key); if not (or its Content-Length exceeds
+// MaxObjectSize, or it is a 5xx while a stored response may stand in for it),
+// the response is handed to the leader alone, which streams it through, and
+// every waiter makes its own origin request: a private answer is never shared.
+// Otherwise all of them read the same body as it arrives (read-while-write),
+// with "collapsed" in the waiters' Cache-Status. A request whose fill failed
+// before it answered is answered as for an origin failure (stale if allowed,
+// else 502 or 504); one whose fill fails after has its connection cut.
+//
+// Commit: the body is stored only when it ended with EOF and its length
+// matches the declared Content-Length; the last slice is inserted before the
+// record, so a reader never sees a record whose slices were never written. A
+// truncated or failed body is never recorded (its early slices are orphans
+// that age out; their generation does not match any record), and every client
+// reading it gets an error from the body stream, which makes fasthttp close
+// the connection: short of the declared Content-Length, or a chunked body
+// without its final chunk.
+
 // A fill is one origin fetch shared by every request for its key that
 // arrives while it runs (request coalescing). It is run by its own
 // goroutine, owned by the Server (wg, cancelled through s.life), with a
@@ -22,7 +49,8 @@ import (
 //
 // Body buffering: the fill keeps a window of FillWindow slice buffers;
 // slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
-// (doubling, up to SliceSize) only as bytes arrive. A completed slice is
+// (doubling, up to SliceSize) only as bytes arrive: no Content-Length sizes
+// an allocation. A completed slice is
 // inserted into the store as soon as the next one starts. Before a slot is
 // reused the fill waits for every reader that still needs its slice: the
 // store may have dropped it (admission), and a reader must not be cut off
@@ -32,9 +60,10 @@ import (
 // back from the store; if the store dropped one it fails with
 // ErrFillLagged and its client sees a closed connection. When the object
 // is not stored (it grew past MaxObjectSize) the wait is unbounded, and the
-// fill stops when no reader is left. Memory per fill is at
-// most FillWindow × (SliceSize + slice header), and at most MaxFills fills
-// run at once.
+// fill stops when no reader is left. Memory per fill is at most
+// FillWindow × (SliceSize + slice header), and at most MaxFills fills run at
+// once (beyond that misses are passed through), so fill memory is at most
+// MaxFills × FillWindow × (SliceSize + 64).
 type fill struct {
 	s    *Server
 	key  []byte // object key the fill runs for (fill map key), owned

@@ -10,6 +10,24 @@ import (
 	"strata/proxy/internal/httpcache"
 )
 
+// Sliced bodies: whole or not at all.
+//
+// A 200 promises Content-Length, so a sliced body is settled before its status
+// line (sliceSource.prepare). An object that is a 200 with a strong validator
+// has every slice the response covers probed in the store (Store.Contains, no
+// copy); the first missing one is fetched from the origin with a Range request
+// whose answer must name the record's validator, size and slice size, else the
+// request is a miss. A slice lost while the body streams (evicted, or found
+// damaged when read) is fetched the same way. Any other object cannot have a
+// slice fetched again, so every slice the response covers is read into buffers
+// of its own first (up to FillWindow slices, within MaxLeasedBytes) and one
+// missing makes the request a miss. What remains: an origin that fails or
+// changes while a lost slice is fetched mid-body, and a slice lost after the
+// probe of a body without a validator too large to read first; that response
+// ends short (counted in strata_responses_cut_short_total) and fasthttp closes
+// the connection. Fetching such an object whole again on every hit would cost
+// more than the rare cut.
+
 var (
 	// errRangeIgnored: a slice fetch found the origin answering 200 to a
 	// Range request; the whole object is being filled instead.

@@ -18,8 +18,8 @@ import (
 )
 
 // Server is the caching reverse proxy: a fasthttp handler in front of
-// the origins, answering from a Store. See the package doc for a
-// request's way through. Safe for concurrent use.
+// the origins, answering from a Store. A request's way through is noted
+// above handler. Safe for concurrent use.
 type Server struct {
 	opts    Options
 	store   Store
@@ -155,6 +155,35 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	}
 	ctx.Error("proxy: malformed request", fasthttp.StatusBadRequest)
 }
+
+// A request's way through.
+//
+// fasthttp parses the request within Options.MaxHeaderBytes (431 beyond; other
+// parse failures, duplicate Content-Length, bad Transfer-Encoding and
+// duplicate Host are refused by fasthttp with 400). handler then refuses a
+// header carrying both Content-Length and Transfer-Encoding (400; fasthttp
+// would let Transfer-Encoding win), picks the origin by Host (421 if none),
+// and asks the policy (httpcache.ParseRequest) whether the request may use the
+// cache. If not (method, request no-store) it is passed: forwarded and
+// streamed back, "Cache-Status: strata; fwd=bypass". Otherwise
+// httpcache.BuildKey makes the object key and the record is read from the
+// store; a variant index there (variants.go) leads to the record of the
+// request's variant. httpcache.Evaluate then decides, with the request's and
+// the response's directives: a fresh record, or a stale one the request's
+// max-stale accepts, is served: stored status and headers, Age per RFC 9111
+// §4.2.3, Via, "Cache-Status: strata; hit; detail=memory|disk" (detail=stale
+// when stale); an inline body is copied into fasthttp's response buffer (or,
+// from swapBodyMin up, handed to it: setBody), a sliced body streams slice by
+// slice (slicedBody, slice_body.go). HEAD is
+// answered from a stored GET, and a matching If-None-Match / If-Modified-Since
+// with a 304 (conditional_serve.go). A record stale within
+// stale-while-revalidate or the grace is served the same way while one
+// background revalidation runs (revalidate.go, stale.go). Anything else (must
+// validate, corrupt, sliceless, none) goes to the miss path (fwd=stale,
+// fwd=request, fwd=miss, fwd=uri-miss; "; stored" added when the response is
+// still being stored as its headers go out, see fill.status), carrying the
+// stored record along for revalidation and stale-if-error. Unsafe methods are
+// passed and invalidate the URL on success (invalidate.go).
 
 // handler serves one request.
 func (s *Server) handler(ctx *fasthttp.RequestCtx) {
