@@ -10,8 +10,8 @@
 //     one logged warning; IsDirect tells callers which they got. Off Linux,
 //     Open serves regular files with buffered os.File I/O only.
 //   - MemDevice (mem.go): in memory, with CrashClone, for tests.
-//   - Faulty (faulty.go): wraps any Device and injects failed, torn and
-//     bit-flipped I/O on rules set at run time, for tests.
+//   - Faulty (faulty.go): wraps any Device and injects failed, torn,
+//     bit-flipped and hung I/O on rules set at run time, for tests.
 //   - Pool and Buffer (pool.go): aligned buffers, off the Go heap (mmap) on
 //     Linux, in power-of-two size classes, reused up to a byte cap;
 //     AlignedBuffer (buffer.go) for one-off heap buffers.

@@ -29,6 +29,11 @@ const (
 	// Flip (reads only) does the read, then inverts bits in what it
 	// returns, and reports success: silent corruption.
 	Flip
+	// Hang blocks the operation until the fault is removed (Remove or
+	// Clear), then lets it through to the inner device: a device that
+	// stops answering, and later answers again. Hanging counts the
+	// operations held.
+	Hang
 )
 
 // Fault is one injection rule of a Faulty device. An operation is
@@ -57,7 +62,7 @@ type FaultID uint64
 // Faulty wraps a Device and injects faults into its operations, as
 // pebble's errorfs does for files: fail the Nth write or every write after
 // N or in a range, tear writes, fail reads or syncs, flip bits in what
-// reads return.
+// reads return, hold operations until the test lets them go.
 //
 // Faults are evaluated in the order they were injected; the first that
 // fires takes effect, and every eligible fault counts the operation as
@@ -77,22 +82,25 @@ type Faulty struct {
 
 	fired    atomic.Uint64
 	injected atomic.Uint64 // fired faults that returned an error
+	hanging  atomic.Int64  // operations a Hang fault holds right now
 }
 
 type faultState struct {
 	Fault
-	id    FaultID
-	seen  uint64
-	fired uint64
+	id      FaultID
+	seen    uint64
+	fired   uint64
+	release chan struct{} // Hang: closed when the fault is removed
 }
 
 // decision is what one operation must suffer, drawn under the mutex.
 type decision struct {
-	action Action
-	err    error
-	keep   int     // Tear: bytes to write
-	flipAt []int64 // Flip
-	bit    int     // Flip with no FlipAt: the random bit index
+	action  Action
+	err     error
+	keep    int           // Tear: bytes to write
+	flipAt  []int64       // Flip
+	bit     int           // Flip with no FlipAt: the random bit index
+	release chan struct{} // Hang: the operation waits for it to close
 }
 
 var _ Device = (*Faulty)(nil)
@@ -113,37 +121,58 @@ func (f *Faulty) Inject(fl Fault) FaultID {
 		panic("blockdev: a Tear fault applies to OpWrite only")
 	case fl.Action == Flip && fl.Op != OpRead:
 		panic("blockdev: a Flip fault applies to OpRead only")
-	case fl.Action > Flip:
+	case fl.Action > Hang:
 		panic(fmt.Sprintf("blockdev: Fault with bad Action %d", fl.Action))
+	}
+	s := &faultState{Fault: fl}
+	if fl.Action == Hang {
+		s.release = make(chan struct{})
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
-	f.faults = append(f.faults, &faultState{Fault: fl, id: f.nextID})
+	s.id = f.nextID
+	f.faults = append(f.faults, s)
 	return f.nextID
 }
 
-// Remove deletes the fault with id, if present.
+// Remove deletes the fault with id, if present, and lets the operations
+// it holds (Hang) through.
 func (f *Faulty) Remove(id FaultID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, s := range f.faults {
 		if s.id == id {
 			f.faults = append(f.faults[:i], f.faults[i+1:]...)
+			s.free()
 			return
 		}
 	}
 }
 
-// Clear deletes every fault: the device behaves as the inner one again.
+// Clear deletes every fault: the device behaves as the inner one again,
+// and operations held by Hang faults go through.
 func (f *Faulty) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, s := range f.faults {
+		s.free()
+	}
 	f.faults = nil
+}
+
+// free releases what a removed fault holds.
+func (s *faultState) free() {
+	if s.release != nil {
+		close(s.release)
+	}
 }
 
 // Fired is how many times any fault has fired.
 func (f *Faulty) Fired() uint64 { return f.fired.Load() }
+
+// Hanging is how many operations Hang faults hold right now.
+func (f *Faulty) Hanging() int { return int(f.hanging.Load()) }
 
 // Inner returns the wrapped device.
 func (f *Faulty) Inner() Device { return f.inner }
@@ -184,7 +213,7 @@ func (f *Faulty) fires(s *faultState) bool {
 }
 
 func (f *Faulty) draw(s *faultState, n int) decision {
-	d := decision{action: s.Action, err: s.Err, flipAt: s.FlipAt}
+	d := decision{action: s.Action, err: s.Err, flipAt: s.FlipAt, release: s.release}
 	if d.err == nil {
 		d.err = ErrInjected
 	}

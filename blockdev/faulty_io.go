@@ -8,6 +8,7 @@ func (f *Faulty) ReadAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	d, ok := f.decide(OpRead, off, len(p))
+	ok = ok && !f.hang(d)
 	if ok && d.action == Fail {
 		return 0, f.fail("read", off, d.err)
 	}
@@ -24,7 +25,7 @@ func (f *Faulty) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	d, ok := f.decide(OpWrite, off, len(p))
-	if !ok {
+	if !ok || f.hang(d) {
 		return f.inner.WriteAt(p, off)
 	}
 	if d.action == Tear && d.keep > 0 {
@@ -37,7 +38,7 @@ func (f *Faulty) WriteAt(p []byte, off int64) (int, error) {
 
 // Sync implements Device.
 func (f *Faulty) Sync() error {
-	if d, ok := f.decide(OpSync, 0, 0); ok {
+	if d, ok := f.decide(OpSync, 0, 0); ok && !f.hang(d) {
 		return f.fail("sync", 0, d.err)
 	}
 	return f.inner.Sync()
@@ -59,6 +60,18 @@ func (f *Faulty) Stats() Stats {
 
 // Close implements Device: it closes the inner device.
 func (f *Faulty) Close() error { return f.inner.Close() }
+
+// hang holds the operation while d is a Hang, and reports whether it was
+// one (the operation then proceeds as if no fault had fired).
+func (f *Faulty) hang(d decision) bool {
+	if d.action != Hang {
+		return false
+	}
+	f.hanging.Add(1)
+	defer f.hanging.Add(-1)
+	<-d.release
+	return true
+}
 
 func (f *Faulty) fail(op string, off int64, err error) error {
 	f.injected.Add(1)

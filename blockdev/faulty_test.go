@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 )
 
 func newFaultyT(t *testing.T) (*Faulty, *MemDevice) {
@@ -241,5 +242,75 @@ func TestFaultyConcurrent(t *testing.T) {
 	f.Clear()
 	if s := f.Stats(); s.Errors != f.Fired() {
 		t.Fatalf("Errors %d, Fired %d", s.Errors, f.Fired())
+	}
+}
+
+// TestFaultyHang: a Hang fault holds the operations it fires on, and no
+// others, until it is removed; then they reach the inner device and
+// succeed.
+func TestFaultyHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newFaultyT(t)
+		w := AlignedBuffer(4096, 4096)
+		pattern(w, 3)
+		if _, err := m.WriteAt(w, 4096); err != nil {
+			t.Fatal(err)
+		}
+		id := f.Inject(Fault{Op: OpRead | OpSync, Action: Hang})
+		r := AlignedBuffer(4096, 4096)
+		var readErr, syncErr error
+		read, synced := make(chan struct{}), make(chan struct{})
+		go func() { _, readErr = f.ReadAt(r, 4096); close(read) }()
+		go func() { syncErr = f.Sync(); close(synced) }()
+		synctest.Wait()
+		if f.Hanging() != 2 || closed(read) || closed(synced) {
+			t.Fatalf("Hanging %d, read returned %v, sync returned %v", f.Hanging(), closed(read), closed(synced))
+		}
+		if _, err := f.WriteAt(w, 0); err != nil {
+			t.Fatalf("a write, which the fault does not cover, failed: %v", err)
+		}
+		f.Remove(id)
+		<-read
+		<-synced
+		if readErr != nil || syncErr != nil || !bytes.Equal(r, w) || f.Hanging() != 0 {
+			t.Fatalf("after release: read %v, sync %v, data ok %v, Hanging %d", readErr, syncErr, bytes.Equal(r, w), f.Hanging())
+		}
+		if f.Fired() != 2 || f.Stats().Errors != 0 {
+			t.Fatalf("Fired %d, Errors %d; want 2, 0", f.Fired(), f.Stats().Errors)
+		}
+	})
+}
+
+// TestFaultyHangNthAndClear: Nth picks the operation that hangs; Clear
+// releases it as Remove does.
+func TestFaultyHangNthAndClear(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, _ := newFaultyT(t)
+		f.Inject(Fault{Op: OpWrite, Action: Hang, Nth: 2})
+		if got := outcomes(f, 1); got != "." {
+			t.Fatalf("first write: %s", got)
+		}
+		done := make(chan string)
+		go func() { done <- outcomes(f, 1) }()
+		synctest.Wait()
+		if f.Hanging() != 1 {
+			t.Fatalf("Hanging %d, want the second write held", f.Hanging())
+		}
+		if got := outcomes(f, 1); got != "." {
+			t.Fatalf("third write: %s", got)
+		}
+		f.Clear()
+		if got := <-done; got != "." || f.Hanging() != 0 {
+			t.Fatalf("held write after Clear: %s, Hanging %d", got, f.Hanging())
+		}
+	})
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

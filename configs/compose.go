@@ -29,6 +29,10 @@ type Parts struct {
 	Admission  admission.Options
 	Cache      hybrid.Options
 	Proxy      proxy.Options
+	// Memory is limits.memory resolved and split; the disk write queue
+	// and the proxy's fill bounds are already sized from it. The binary
+	// sets the Go heap's soft limit from it.
+	Memory Budget
 }
 
 // maxTokenFile bounds a purge token file: a token is a line, not a blob.
@@ -64,6 +68,8 @@ func (c *Config) Compose(logger *slog.Logger) (*Parts, error) {
 		ps.add("origins", "at least one origin is required (in the config or with -origin)")
 	}
 	checkPart(&ps, "origins", p.Proxy.EnsureDefaults, p.Proxy.Validate)
+	p.Memory = c.budget(&ps)
+	p.applyBudget()
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
@@ -130,6 +136,11 @@ func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 			WriteWorkers: d.WriteWorkers,
 			Recovery:     hybrid.RecoveryMode(d.Recovery),
 			Logger:       logger,
+
+			ReadTimeout:   d.ReadTimeout.D(),
+			ErrorLimit:    d.ErrorLimit,
+			ErrorWindow:   d.ErrorWindow.D(),
+			ProbeInterval: d.ProbeInterval.D(),
 		},
 		WritePolicy: hybrid.WritePolicy(c.Cache.WritePolicy),
 		Promotion:   c.Cache.promotion(),

@@ -14,6 +14,8 @@ type Config struct {
 	Limits      Limits   `yaml:"limits"`
 	Admin       Admin    `yaml:"admin"`
 	Log         Log      `yaml:"log"`
+
+	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }
 
 // TLS is the optional HTTPS listener. It is on when Listen is set, and
@@ -85,6 +87,13 @@ type Disk struct {
 	ReadWorkers  int       `yaml:"read_workers"`  // default 8
 	WriteWorkers int       `yaml:"write_workers"` // default 2
 	Recovery     string    `yaml:"recovery"`      // none | quiet | strict; default quiet
+	// A read past ReadTimeout is a miss; ErrorLimit failed reads, writes
+	// and read timeouts within ErrorWindow take the disk out of service
+	// until a probe (every ProbeInterval, backing off) answers.
+	ReadTimeout   Duration `yaml:"read_timeout"`   // default 250ms; applies with a read pool (not runtime disabled)
+	ErrorLimit    int      `yaml:"error_limit"`    // default 10; -1: never out of service
+	ErrorWindow   Duration `yaml:"error_window"`   // default 10s
+	ProbeInterval Duration `yaml:"probe_interval"` // default 2s, doubling up to 30s
 }
 
 // Admission decides what reaches the disk.
@@ -118,16 +127,20 @@ type HTTP struct {
 
 // Limits bound what clients may cost.
 type Limits struct {
+	// Memory bounds strata's resident memory; every pool and queue is
+	// sized from it (see Budget). Default 0: the memory cgroup's limit less
+	// a tenth, else the memory tier plus what the other parts need.
+	Memory          Size     `yaml:"memory"`
 	MaxHeaderBytes  Size     `yaml:"max_header_bytes"` // request line and headers; over it: 431; default 16KiB
 	MaxConns        int      `yaml:"max_conns"`        // client connections; default 10000
-	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024
-	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64
+	MaxFills        int      `yaml:"max_fills"`        // concurrent shared origin fills; beyond: passed through; default 1024, lowered to fit Memory
+	MaxLargeFills   int      `yaml:"max_large_fills"`  // of them, fills of bodies over 64KiB; beyond: streamed unstored; default 64, lowered to fit Memory
 	FillTimeout     Duration `yaml:"fill_timeout"`     // a whole origin fill, however steady; past it: cut, not stored; default 10m
 	MaxRequestBody  Size     `yaml:"max_request_body"` // bodies passed to the origin; default 16MiB
 	ReadTimeout     Duration `yaml:"read_timeout"`     // reading a request; default 30s
 	WriteTimeout    Duration `yaml:"write_timeout"`    // writing a response, whole; default 10m
 	IdleTimeout     Duration `yaml:"idle_timeout"`     // idle keep-alive connection; default 60s
-	ShutdownTimeout Duration `yaml:"shutdown_timeout"` // drain on SIGTERM; default 30s
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"` // drain, flush and close on SIGTERM, in all; default 30s
 }
 
 // Admin protects the admin listener's purge endpoint. Purge is off when

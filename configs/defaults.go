@@ -3,6 +3,8 @@ package configs
 import (
 	"net/url"
 	"time"
+
+	"strata/hybrid"
 )
 
 // Defaults of the fields whose zero value means "the default". default.yaml
@@ -21,6 +23,10 @@ const (
 	DefaultReadWorkers     = 8
 	DefaultWriteWorkers    = 2
 	DefaultRecovery        = "quiet"
+	DefaultDiskReadTimeout = hybrid.DefaultReadTimeout
+	DefaultErrorLimit      = hybrid.DefaultErrorLimit
+	DefaultErrorWindow     = hybrid.DefaultErrorWindow
+	DefaultProbeInterval   = hybrid.DefaultProbeInterval
 	DefaultWritePolicy     = "eviction"
 	DefaultPromotion       = "second-hit"
 	DefaultSliceSize       = 1 * MiB
@@ -103,6 +109,10 @@ func (c *Cache) ensureDefaults() {
 	setInt(&d.ReadWorkers, DefaultReadWorkers)
 	setInt(&d.WriteWorkers, DefaultWriteWorkers)
 	setStr(&d.Recovery, DefaultRecovery)
+	setDur(&d.ReadTimeout, DefaultDiskReadTimeout)
+	setInt(&d.ErrorLimit, DefaultErrorLimit)
+	setDur(&d.ErrorWindow, DefaultErrorWindow)
+	setDur(&d.ProbeInterval, DefaultProbeInterval)
 	setStr(&c.WritePolicy, DefaultWritePolicy)
 	setStr(&c.Promotion, DefaultPromotion)
 	if c.Promote == nil {

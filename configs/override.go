@@ -12,6 +12,9 @@ type Overrides struct {
 	CachePath   string // -cache-path
 	CacheSize   string // -cache-size, a ParseSize string
 	Memory      string // -mem, a ParseSize string
+	// CgroupLimit is not a flag: the memory cgroup's limit the binary
+	// found (0: none), from which a limits.memory of 0 is derived.
+	CgroupLimit int64
 }
 
 // Apply sets the overridden fields of c. Each malformed value is a Problem
@@ -36,6 +39,7 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	setSizeFlag(&ps, "-cache-size", &c.Cache.Disk.Size, o.CacheSize)
 	setSizeFlag(&ps, "-mem", &c.Cache.Memory.Capacity, o.Memory)
+	c.cgroupLimit = o.CgroupLimit
 	return ps.err()
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate reports every problem of c as Problems (wrapping ErrInvalid),
@@ -133,6 +134,12 @@ func (d *Disk) validate(ps *problems) {
 	checkRange(ps, "cache.disk.read_workers", int64(d.ReadWorkers), 1, 1024)
 	checkRange(ps, "cache.disk.write_workers", int64(d.WriteWorkers), 1, 1024)
 	checkEnum(ps, "cache.disk.recovery", d.Recovery, "none", "quiet", "strict")
+	checkDurRange(ps, "cache.disk.read_timeout", d.ReadTimeout, time.Millisecond, time.Minute)
+	if d.ErrorLimit != -1 {
+		checkRange(ps, "cache.disk.error_limit", int64(d.ErrorLimit), 1, 1<<20)
+	}
+	checkDurRange(ps, "cache.disk.error_window", d.ErrorWindow, time.Millisecond, 24*time.Hour)
+	checkDurRange(ps, "cache.disk.probe_interval", d.ProbeInterval, time.Millisecond, time.Hour)
 }
 
 func (d *Disk) regionOK() bool {
@@ -166,6 +173,7 @@ func (h *HTTP) validate(ps *problems) {
 }
 
 func (l *Limits) validate(ps *problems) {
+	checkRange(ps, "limits.memory", int64(l.Memory), 0, 1<<50)
 	checkRange(ps, "limits.max_header_bytes", int64(l.MaxHeaderBytes), KiB, MiB)
 	checkRange(ps, "limits.max_conns", int64(l.MaxConns), 1, 1<<24)
 	checkRange(ps, "limits.max_request_body", int64(l.MaxRequestBody), 0, 1<<50)
@@ -260,6 +268,12 @@ func checkRange(ps *problems, field string, v, lo, hi int64) {
 func checkAligned(ps *problems, field string, v Size, lo, hi int64) {
 	if int64(v) < lo || int64(v) > hi || v%Size(4*KiB) != 0 {
 		ps.add(field, "must be a multiple of 4KiB between %v and %v, got %d", Size(lo), Size(hi), int64(v))
+	}
+}
+
+func checkDurRange(ps *problems, field string, d Duration, lo, hi time.Duration) {
+	if d.D() < lo || d.D() > hi {
+		ps.add(field, "must be between %v and %v, got %v", lo, hi, d)
 	}
 }
 

@@ -77,7 +77,7 @@ func TestSlicedHitEvictedSlice(t *testing.T) {
 		}
 		wantStatus(t, tc.query, r.Header, tc.status)
 	}
-	if n := metricValue(t, s.Admin, "strata_responses_cut_short_total"); n != 0 {
+	if n := metric(t, s.Admin, "strata_responses_cut_short_total"); n != 0 {
 		t.Errorf("strata_responses_cut_short_total %v, want 0", n)
 	}
 }
@@ -138,7 +138,7 @@ func TestSlicedHitsUnderFaults(t *testing.T) {
 	// Each fault must have happened, or the test proved nothing about it.
 	for _, m := range []string{"strata_disk_corruptions_total", `strata_disk_dropped_total{reason="admission"}`,
 		"strata_disk_hits_total", "strata_cache_memory_evictions_total"} {
-		v := metricValue(t, s.Admin, m)
+		v := metric(t, s.Admin, m)
 		t.Logf("%s %v", m, v)
 		if v == 0 {
 			t.Errorf("%s is 0: the fault it counts never happened", m)
@@ -147,7 +147,7 @@ func TestSlicedHitsUnderFaults(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("%d of %d responses wrong, first: %s", len(bad), requests, bad[0])
 	}
-	if n := metricValue(t, s.Admin, "strata_responses_cut_short_total"); n != 0 {
+	if n := metric(t, s.Admin, "strata_responses_cut_short_total"); n != 0 {
 		t.Errorf("strata_responses_cut_short_total %v, want 0", n)
 	}
 }
@@ -230,25 +230,4 @@ func getBody(t testing.TB, url string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp, body
-}
-
-// metricValue reads one unlabelled sample from the admin listener's
-// /metrics (0 when the metric is absent).
-func metricValue(t testing.TB, admin, name string) float64 {
-	t.Helper()
-	resp, err := http.Get(admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err == nil {
-				return f
-			}
-		}
-	}
-	return 0
 }

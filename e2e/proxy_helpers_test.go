@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +168,39 @@ func freePort(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// metricSample reads one sample from the admin listener's /metrics. name
+// may carry labels (`strata_disk_dropped_total{reason="queue"}`, matched
+// exactly); without them it also matches the first labelled series of
+// the metric. ok is false when there is none.
+func metricSample(t testing.TB, admin, name string) (float64, bool) {
+	t.Helper()
+	resp, body := get(t, admin+"/metrics")
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	re := `(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`
+	if !strings.Contains(name, "{") {
+		re = `(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)$`
+	}
+	m := regexp.MustCompile(re).FindSubmatch(body)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatalf("%s: %q", name, m[1])
+	}
+	return v, true
+}
+
+// metric is metricSample for a metric that must be there.
+func metric(t testing.TB, admin, name string) float64 {
+	t.Helper()
+	v, ok := metricSample(t, admin, name)
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	return v
 }

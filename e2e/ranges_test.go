@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The origin-shield case of issue 6: a 4 GiB object behind a slow origin,
+// The origin-shield case of partial caching: a 4 GiB object behind a slow origin,
 // clients reading random 1 MiB ranges. The proxy must ask the origin only
 // for the slices the ranges touch (each once), and stay small.
 //

@@ -1,6 +1,6 @@
 package e2e
 
-// Issue 6 through the real binary: revalidation with a 304, client
+// HTTP validation through the real binary: revalidation with a 304, client
 // conditionals, variants and stale-while-revalidate.
 
 import (

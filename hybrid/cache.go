@@ -3,6 +3,7 @@ package hybrid
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -262,7 +263,9 @@ func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
 
 // Close stops fetches, flushes and closes the disk tier (and its device),
 // and releases the memory tier. Entries only in memory are not written to
-// disk. REQUIRES: no other call in flight.
+// disk. A device that does not answer holds Close at most engCloseGrace
+// past ctx (see Engine.Close); it is then left open, and the error wraps
+// ErrDeviceTimeout. REQUIRES: no other call in flight.
 func (c *Cache) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
 		return ErrClosed
@@ -272,17 +275,28 @@ func (c *Cache) Close(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if c.disk != nil {
-		if err := c.disk.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.opts.Device.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, c.closeDisk(ctx))
 	}
 	if err := c.mem.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// closeDisk closes the engine, then the device. A device the engine gave
+// up on is not closed: a Disk's Close waits for the I/O it never ends.
+// Otherwise the device gets until ctx ends and engCloseGrace more.
+func (c *Cache) closeDisk(ctx context.Context) error {
+	err := c.disk.Close(ctx)
+	if errors.Is(err, ErrDeviceTimeout) {
+		return err
+	}
+	var cerr error
+	w := engCloser{ctx: ctx, abort: func() {}}
+	if !w.wait("device close", func() { cerr = c.opts.Device.Close() }) {
+		cerr = fmt.Errorf("hybrid: close device: %w", ErrDeviceTimeout)
+	}
+	return errors.Join(err, cerr)
 }
 
 // record tells the admission controller of an access to key.

@@ -126,7 +126,28 @@
 // Layout changed (block, region or buffer size, region count): format,
 // logged. Both damaged: strict refuses (ErrCorrupt), quiet formats. One
 // damaged: rewritten from the other. RecoveryNone always formats, with a
-// new instance id that makes every old region header foreign.
+// new instance id that makes every old region header foreign. Format
+// clears both superblock copies, zeroes the first block of every region
+// (one block write per region), then writes the new superblock; so after
+// a format every region header is all zero or written by this instance,
+// whatever the device held (a raw device's old bytes, headers of another
+// region size), and a crash during format leaves no superblock.
+//
+// A region header is then one of: all zero (never written since format,
+// or reclaimed: the region is clean); intact and naming this instance
+// (scanned); intact and naming another instance (left by an older format
+// that did not zero: clean); anything else is damage — bit rot, or a write
+// torn inside a sector (the header is in the first sector of its region's
+// first write, and reclaim zeroes it with one block write; devices write a
+// sector atomically, so a torn header is not expected from a crash).
+// Strict refuses to open (ErrCorrupt). Quiet logs the region with the
+// reason, counts it (RecoveryDamaged), zeroes the header and reuses the
+// region as clean: its data is lost. The batches behind a damaged header
+// could often still be read (each names instance and region sequence), but
+// a header torn by reclaim's zeroing would then bring back entries older
+// than tombstones in regions reclaimed after it; dropping is the safe
+// side. As with a skipped batch, a tombstone in dropped data is lost too,
+// so quiet may let a removed key's older copy in another region return.
 //
 // Regions are scanned RecoveryConcurrency at a time through a read window
 // (≥ 64 KiB per read): region header, then each batch's header and index
@@ -161,6 +182,30 @@
 // which bounds the OS threads blocked in pread. Separated also gives writes
 // their own WriteWorkers so small reads never queue behind multi-MiB writes.
 //
+// # A device that stops answering or fails
+//
+// A pooled read has a deadline, ReadTimeout (250 ms), counted from when it
+// is queued: past it the Get is a miss and returns, while the read
+// completes or is skipped on its worker. The job's state (pending,
+// delivering, abandoned; compare-and-swap on both sides) decides who owns
+// the caller's dst, so a late read never writes into a buffer its Get has
+// left (eng_runtime.go). A read in the caller's goroutine (RuntimeDisabled)
+// cannot be abandoned and has no deadline. Close bounds every wait by its
+// ctx plus a second of grace and leaves behind what the device still
+// holds (eng_close.go).
+//
+// Failed reads and writes and read timeouts count toward ErrorLimit (10)
+// within ErrorWindow (10 s); reaching it takes the disk out of service
+// (eng_health.go): Gets skip the device, Inserts are dropped and counted
+// (hides still remove index entries and queue tombstones, at most one per
+// indexed key), queued writes go on. A prober reads the superblock copies
+// every ProbeInterval (2 s, doubling to 30 s) with the read deadline, one
+// read at a time; the first intact answer brings the disk back. The index
+// stays right through it: entries whose writes failed were never indexed
+// (fail), and every hit is still checked. Each change of state is one log
+// line; device errors are logged at most once a second, with the count of
+// those suppressed in the next line.
+//
 // # Concurrency and ownership
 //
 // All Engine methods are safe for concurrent use. Operations pass a gate
@@ -174,7 +219,8 @@
 // take the item out of the pending set (TestIssueCommitForgetsBeforeIndexing:
 // the other order let such a Get read the previous version). The index has its own shard locks; region state, reader
 // counts and live bytes are atomics. OpenEngine starts Flushers flusher
-// goroutines, Reclaimers reclaimers and the runtime's workers; Close stops
+// goroutines, Reclaimers reclaimers, the runtime's workers and the health
+// prober; Close stops
 // intake, drains the flushers (dropping, counted, what is still queued if
 // its ctx ends), stops reclaimers and workers, and syncs the device; a
 // failed sync is Close's error. The engine never closes the device: its

@@ -1,7 +1,9 @@
 package hybrid
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -229,17 +231,36 @@ func putRegionHeader(b []byte, h engRegionHeader) {
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:regionHeaderSize], castagnoli))
 }
 
-// parseRegionHeader returns ok=false for a region that holds no valid
-// header (clean, zeroed, torn or foreign).
-func parseRegionHeader(b []byte) (engRegionHeader, bool) {
-	if len(b) < regionHeaderSize || binary.LittleEndian.Uint32(b) != regionMagic {
-		return engRegionHeader{}, false
+// errNoRegionHeader: all header bytes are zero, as format and reclaim
+// leave a region: it holds nothing.
+var errNoRegionHeader = errors.New("hybrid: no region header")
+
+var zeroRegionHeader [regionHeaderSize]byte
+
+// parseRegionHeader decodes the header at the start of a region. An
+// all-zero header is errNoRegionHeader; any other that fails its magic,
+// checksum or version wraps ErrCorrupt (damage, or a write torn inside a
+// sector). The caller compares the instance id.
+func parseRegionHeader(b []byte) (engRegionHeader, error) {
+	var h engRegionHeader
+	switch {
+	case len(b) < regionHeaderSize:
+		return h, fmt.Errorf("%w: region header truncated (%d bytes)", ErrCorrupt, len(b))
+	case bytes.Equal(b[:regionHeaderSize], zeroRegionHeader[:]):
+		return h, errNoRegionHeader
 	}
-	if crc32.Checksum(b[8:regionHeaderSize], castagnoli) != binary.LittleEndian.Uint32(b[4:]) ||
-		binary.LittleEndian.Uint32(b[24:]) != engFormatVersion {
-		return engRegionHeader{}, false
+	if m := binary.LittleEndian.Uint32(b); m != regionMagic {
+		return h, fmt.Errorf("%w: region header magic %#x", ErrCorrupt, m)
 	}
-	return engRegionHeader{instance: binary.LittleEndian.Uint64(b[8:]), seq: binary.LittleEndian.Uint64(b[16:])}, true
+	crc, want := crc32.Checksum(b[8:regionHeaderSize], castagnoli), binary.LittleEndian.Uint32(b[4:])
+	if crc != want {
+		return h, fmt.Errorf("%w: region header checksum %#x, want %#x", ErrCorrupt, crc, want)
+	}
+	if v := binary.LittleEndian.Uint32(b[24:]); v != engFormatVersion {
+		return h, fmt.Errorf("%w: region header version %d", ErrCorrupt, v)
+	}
+	h.instance, h.seq = binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])
+	return h, nil
 }
 
 // engSuperblock describes the device layout. It sits in blocks 0 and 1.

@@ -13,11 +13,13 @@ import (
 const crashChildEnv = "STRATA_HYBRID_CRASH_CHILD"
 
 // testOpts is a small, fast configuration: 1 MiB regions, 64 KiB buffers,
-// writes as soon as possible.
+// writes as soon as possible. The disk is never taken out of service
+// (ErrorLimit -1): the fault tests count single failures; the health
+// tests set a limit.
 func testOpts() EngineOptions {
 	return EngineOptions{
 		RegionSize: 1 << 20, BufferSize: 64 << 10, Flushers: 2, Reclaimers: 1,
-		QueueBytes: 4 << 20, FlushDelay: -1, ReadWorkers: 4,
+		QueueBytes: 4 << 20, FlushDelay: -1, ReadWorkers: 4, ErrorLimit: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

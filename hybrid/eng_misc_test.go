@@ -132,13 +132,15 @@ func TestEngineOptionsValidate(t *testing.T) {
 	if err := o.EnsureDefaults().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	bad := EngineOptions{RegionSize: 1000, BufferSize: 1, Flushers: -1, Runtime: "x", Recovery: "y", Picker: "z"}
+	bad := EngineOptions{RegionSize: 1000, BufferSize: 1, Flushers: -1, Runtime: "x", Recovery: "y", Picker: "z",
+		ReadTimeout: -1, ErrorWindow: 48 * time.Hour, ProbeInterval: 2 * time.Hour, ErrorLimit: 1 << 21}
 	bad.EnsureDefaults()
 	err := bad.Validate()
 	if !errors.Is(err, ErrOptions) {
 		t.Fatalf("got %v", err)
 	}
-	for _, want := range []string{"region_size", "buffer_size", "flushers", "runtime", "recovery", "picker"} {
+	for _, want := range []string{"region_size", "buffer_size", "flushers", "runtime", "recovery", "picker",
+		"read_timeout", "error_window", "probe_interval", "error_limit"} {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("%q not reported in %v", want, err)
 		}

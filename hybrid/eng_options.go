@@ -58,6 +58,24 @@ type Admitter interface {
 	Written(bytes int)
 }
 
+// Defaults of the engine's fault handling (EngineOptions).
+const (
+	// DefaultReadTimeout is the disk read deadline. A healthy SSD answers
+	// a 1 MiB read in 1–5 ms and a disk seek takes about 10 ms, so a read
+	// queued behind a full pool of others still finishes far inside it;
+	// a device past it is in trouble, and a quarter second added to a
+	// miss served from the origin goes unnoticed next to the client's own
+	// round trips.
+	DefaultReadTimeout = 250 * time.Millisecond
+	// DefaultErrorLimit failures in DefaultErrorWindow take the disk out
+	// of service.
+	DefaultErrorLimit  = 10
+	DefaultErrorWindow = 10 * time.Second
+	// DefaultProbeInterval is the first wait before probing a disk out of
+	// service.
+	DefaultProbeInterval = 2 * time.Second
+)
+
 // EngineOptions configure an Engine. The zero value plus EnsureDefaults is
 // a working configuration.
 type EngineOptions struct {
@@ -90,6 +108,29 @@ type EngineOptions struct {
 	// ReadQueue bounds reads waiting for a worker; a read that finds it
 	// full is a miss, counted. Default 4 × ReadWorkers.
 	ReadQueue int `yaml:"read_queue"`
+	// ReadTimeout is how long a Get waits for its disk read, counted from
+	// when it is queued for a worker. Past it the Get is a miss (counted in
+	// ReadTimeouts, and toward ErrorLimit); the read completes, or is
+	// skipped, on its worker with nobody waiting, and never touches the
+	// caller's buffer. Default 250ms (DefaultReadTimeout). The deadline
+	// needs a read pool: with RuntimeDisabled the read runs in the caller's
+	// goroutine, where a pread cannot be abandoned, so it does not apply.
+	ReadTimeout time.Duration
+	// ErrorLimit device errors (failed reads and writes) and read
+	// timeouts within ErrorWindow take the disk out of service: Gets skip
+	// it (misses, counted in OfflineGets), Inserts are dropped (counted in
+	// DropOffline), until a probe read answers again. Default 10
+	// (DefaultErrorLimit); negative: never taken out of service.
+	ErrorLimit int
+	// ErrorWindow is the span (on the Now clock) in which ErrorLimit
+	// failures take the disk out of service. Default 10s
+	// (DefaultErrorWindow).
+	ErrorWindow time.Duration
+	// ProbeInterval is how long after being taken out of service the disk
+	// is probed (a read of the superblock, with ReadTimeout) to bring it
+	// back; each failed probe doubles the wait, up to 30s or
+	// ProbeInterval if longer. Default 2s (DefaultProbeInterval).
+	ProbeInterval time.Duration
 	// Recovery: none | quiet | strict. Default quiet.
 	Recovery RecoveryMode `yaml:"recovery"`
 	// RecoveryConcurrency is how many regions are scanned at once on open.
@@ -134,6 +175,10 @@ func (o *EngineOptions) EnsureDefaults() *EngineOptions {
 	def(&o.ReadWorkers, 16)
 	def(&o.WriteWorkers, o.Flushers)
 	def(&o.ReadQueue, 4*o.ReadWorkers)
+	setDur(&o.ReadTimeout, DefaultReadTimeout)
+	def(&o.ErrorLimit, DefaultErrorLimit)
+	setDur(&o.ErrorWindow, DefaultErrorWindow)
+	setDur(&o.ProbeInterval, DefaultProbeInterval)
 	if o.Recovery == "" {
 		o.Recovery = RecoveryQuiet
 	}
@@ -148,6 +193,12 @@ func (o *EngineOptions) EnsureDefaults() *EngineOptions {
 		o.Logger = slog.Default()
 	}
 	return o
+}
+
+func setDur(p *time.Duration, v time.Duration) {
+	if *p == 0 {
+		*p = v
+	}
 }
 
 // Validate reports every problem at once, each wrapping ErrOptions.
@@ -171,6 +222,19 @@ func (o *EngineOptions) Validate() error {
 		if f.v < 1 || f.v > 1024 {
 			bad("%s %d not in [1, 1024]", f.name, f.v)
 		}
+	}
+	for _, d := range []struct {
+		name      string
+		v, lo, hi time.Duration
+	}{{"read_timeout", o.ReadTimeout, time.Millisecond, time.Minute},
+		{"error_window", o.ErrorWindow, time.Millisecond, 24 * time.Hour},
+		{"probe_interval", o.ProbeInterval, time.Millisecond, time.Hour}} {
+		if d.v < d.lo || d.v > d.hi {
+			bad("%s %v not in [%v, %v]", d.name, d.v, d.lo, d.hi)
+		}
+	}
+	if o.ErrorLimit > 1<<20 {
+		bad("error_limit %d over %d", o.ErrorLimit, 1<<20)
 	}
 	if o.QueueBytes < int64(o.BufferSize) {
 		bad("queue_bytes %d smaller than buffer_size %d", o.QueueBytes, o.BufferSize)

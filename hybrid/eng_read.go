@@ -9,9 +9,11 @@ import (
 // Get appends the value stored for key to dst and reports whether it was
 // found. The order is: pending set (queued writes and removes), index, one
 // aligned read of the blocks covering the entry (on the runtime's read
-// pool), then checks of magic, checksum, hash, key and expiry. Any failure
-// is a miss; damage and I/O errors are counted and drop the index entry.
-// A hit allocates nothing when dst has room.
+// pool, within ReadTimeout), then checks of magic, checksum, hash, key and
+// expiry. Any failure is a miss, counted: damage and expiry also drop the
+// index entry, an I/O error or a timeout leaves it (the device may answer
+// again). While the disk is out of service (ErrorLimit) only the pending
+// set answers. A hit allocates nothing when dst has room.
 func (e *Engine) Get(key, dst []byte) ([]byte, bool) {
 	v, _, ok := e.GetWithExpiry(key, dst)
 	return v, ok
@@ -34,6 +36,10 @@ func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
 		e.c.pendingHits.Add(1)
 		return out, expiry, true
 	case pendingHidden:
+		return dst, 0, false
+	}
+	if e.health.down() {
+		e.c.offlineGets.Add(1)
 		return dst, 0, false
 	}
 	v, ok := e.ix.get(h)
@@ -64,53 +70,83 @@ func (e *Engine) Contains(key []byte) bool {
 	return ok
 }
 
-// readEntry reads and verifies the entry at index value v. It registers as
-// a reader of the region first and re-checks the index, so a reclaimer
-// (which marks the region, drops index entries, then waits for readers)
-// never reuses a region under it.
+// readEntry reads and verifies the entry at index value v and appends its
+// value to dst if it is key's.
 func (e *Engine) readEntry(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
+	l, ok := e.load(h, v)
+	if !ok {
+		return dst, 0, false
+	}
+	return e.deliver(&l, key, dst)
+}
+
+// engLoaded is an entry read from the device and checked, all but its
+// key: key and val borrow buf, which deliver gives back to the pool.
+type engLoaded struct {
+	buf      *engAligned
+	key, val []byte
+	h, cur   uint64 // key hash; the index value it was read under
+	expiry   int64
+}
+
+// load reads the entry at index value v and checks magic, checksum, hash
+// and expiry; damage and expiry drop the index entry, counted. It
+// registers as a reader of the region first and re-checks the index, so
+// a reclaimer (which marks the region, drops index entries, then waits
+// for readers) never reuses a region under it. It needs no key, so a read
+// whose Get has left can still complete (engReadJob).
+func (e *Engine) load(h, v uint64) (l engLoaded, ok bool) {
 	r, off, length := e.lay.unpack(v)
 	if int(r) >= len(e.regions.regions) {
-		return dst, 0, false
+		return l, false
 	}
 	reg := &e.regions.regions[r]
 	reg.readers.Add(1)
 	defer e.regions.readDone(reg)
 	if st := reg.state.Load(); st != regionWriting && st != regionSealed {
-		return dst, 0, false
+		return l, false
 	}
 	cur, ok := e.ix.get(h)
 	if !ok || cur|idxAccessed != v|idxAccessed {
-		return dst, 0, false
+		return l, false
 	}
 	abs := e.lay.regionBase(r) + int64(off)
 	rs := alignDown(abs, e.lay.blockSize)
 	n := int(alignUp(abs+int64(length), e.lay.blockSize) - rs)
 	buf := e.bufs.get(n)
-	defer e.bufs.put(buf)
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
+		e.bufs.put(buf)
 		e.c.ioErrors.Add(1)
-		return dst, 0, false
+		e.deviceFailed("hybrid: disk read failed", "offset", rs, "len", n, "err", err)
+		return l, false
 	}
 	hdr, k, val, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(length)])
 	switch {
 	case err != nil || hdr.tombstone() || hdr.hash != h:
 		e.c.corruptions.Add(1)
-		e.drop(h, cur)
-		return dst, 0, false
-	case !bytes.Equal(k, key):
-		e.c.collisions.Add(1)
-		return dst, 0, false
 	case hdr.expiry != 0 && hdr.expiry <= e.opts.Now().UnixNano():
 		e.c.expiredOnRead.Add(1)
-		e.drop(h, cur)
+	default:
+		return engLoaded{buf: buf, key: k, val: val, h: h, cur: cur, expiry: hdr.expiry}, true
+	}
+	e.bufs.put(buf)
+	e.drop(h, cur)
+	return l, false
+}
+
+// deliver appends l's value to dst if l holds key (a different key is a
+// hash collision: a miss), and gives l's buffer back.
+func (e *Engine) deliver(l *engLoaded, key, dst []byte) ([]byte, int64, bool) {
+	defer e.bufs.put(l.buf)
+	if !bytes.Equal(l.key, key) {
+		e.c.collisions.Add(1)
 		return dst, 0, false
 	}
-	dst = append(dst, val...)
-	if e.opts.Reinsertion && cur&idxAccessed == 0 {
-		e.ix.compareAndSwap(h, cur, cur|idxAccessed)
+	dst = append(dst, l.val...)
+	if e.opts.Reinsertion && l.cur&idxAccessed == 0 {
+		e.ix.compareAndSwap(l.h, l.cur, l.cur|idxAccessed)
 	}
-	return dst, int64(hdr.expiry), true
+	return dst, l.expiry, true
 }
 
 // drop removes h from the index if it still holds v.

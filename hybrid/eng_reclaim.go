@@ -56,13 +56,17 @@ func (e *Engine) reclaimOne(s *engScan) bool {
 			e.evict(id, &recs[i], now)
 		}
 	}); err != nil {
-		e.opts.Logger.Warn("hybrid: reclaim scan", "region", id, "err", err)
+		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
+		e.deviceFailed("hybrid: reclaim: region scan failed", "region", id, "err", err)
+	}
+	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
+		e.opts.Logger.Warn("hybrid: reclaim: region header damaged", "region", id, "reason", s.damaged)
 	}
 	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
 		e.c.ioErrors.Add(1)
-		e.opts.Logger.Error("hybrid: reclaim: zero region header", "region", id, "err", err)
+		e.deviceFailed("hybrid: reclaim: zero region header failed", "region", id, "err", err)
 	}
 	released = true
 	e.regions.release(id)
@@ -96,6 +100,9 @@ func (e *Engine) evict(id uint32, rec *engRecord, now int64) {
 // admission and the queue bound allow. Keeping the sequence means a newer
 // Insert or Remove always wins, before and after a restart.
 func (e *Engine) reinsert(id uint32, rec *engRecord, cur uint64) {
+	if e.health.down() {
+		return
+	}
 	abs := e.lay.regionBase(id) + int64(rec.offset)
 	rs := alignDown(abs, e.lay.blockSize)
 	n := int(alignUp(abs+int64(rec.length), e.lay.blockSize) - rs)
@@ -103,6 +110,7 @@ func (e *Engine) reinsert(id uint32, rec *engRecord, cur uint64) {
 	defer e.bufs.put(buf)
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
 		e.c.ioErrors.Add(1)
+		e.deviceFailed("hybrid: reclaim: read for reinsertion failed", "region", id, "err", err)
 		return
 	}
 	h, key, value, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(rec.length)])

@@ -83,13 +83,42 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 	return false, nil
 }
 
-// format writes a new superblock with a fresh instance id. Regions of the
-// old instance are ignored from then on (their headers name another id).
+// format clears both superblock copies, zeroes every region header, then
+// writes a new superblock with a fresh instance id. After it, each region
+// header is zero or written by this instance, so recovery can tell a
+// damaged header from an unused one, whatever the device held before (a
+// raw device's old bytes, regions of another layout). A crash before the
+// new superblock lands leaves none, and the next open formats again.
 func (e *Engine) format(s engSuperblock) error {
+	if err := e.wipeHeaders(); err != nil {
+		return err
+	}
 	s.instance = rand.Uint64() | 1
 	s.created = time.Now().UnixNano()
 	e.inst = s.instance
 	return e.writeSuperblock(&s)
+}
+
+// wipeHeaders zeroes both superblock copies, syncs, zeroes the first
+// block of every region and syncs again, so no write of the new
+// superblock can land before them.
+func (e *Engine) wipeHeaders() error {
+	bs := int(e.lay.blockSize)
+	if _, err := e.dev.WriteAt(blockdev.AlignedBuffer(superblockCopies*bs, bs), 0); err != nil {
+		return fmt.Errorf("hybrid: format: clear superblock: %w", err)
+	}
+	if err := e.dev.Sync(); err != nil {
+		return fmt.Errorf("hybrid: format: sync: %w", err)
+	}
+	for i := range e.lay.regionCount {
+		if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(uint32(i))); err != nil {
+			return fmt.Errorf("hybrid: format: zero region %d header: %w", i, err)
+		}
+	}
+	if err := e.dev.Sync(); err != nil {
+		return fmt.Errorf("hybrid: format: sync: %w", err)
+	}
+	return nil
 }
 
 // writeSuperblock writes copy 0, syncs, then copy 1, so a torn write
@@ -144,6 +173,9 @@ func (e *Engine) rebuild() error {
 		m.add(&r)
 	}
 	if firstErr != nil {
+		if e.opts.Recovery == RecoveryStrict && errors.Is(firstErr, ErrCorrupt) {
+			return fmt.Errorf("hybrid: open: strict recovery refused a damaged device (quiet recovery would drop the damaged part): %w", firstErr)
+		}
 		return fmt.Errorf("hybrid: open: recovery: %w", firstErr)
 	}
 	m.finish()
@@ -162,7 +194,24 @@ func (e *Engine) scanRegions(ids <-chan uint32, out chan<- engScanned, wg *sync.
 		e.c.recBatches.Add(uint64(s.batches))
 		e.c.recSkipped.Add(uint64(s.skipped))
 		e.c.recTorn.Add(uint64(s.torn))
+		if s.damaged != nil {
+			e.dropDamaged(id, s.damaged)
+		}
 		out <- r
+	}
+}
+
+// dropDamaged logs and counts region id, whose header is damaged (quiet
+// recovery), and zeroes the header: the region's batches are not trusted,
+// its data is lost, and it is reused as a clean region, so the next open
+// does not report it again.
+func (e *Engine) dropDamaged(id uint32, why error) {
+	e.c.recDamaged.Add(1)
+	e.opts.Logger.Warn("hybrid: recovery: region header damaged; its data is dropped and the region reused",
+		"region", id, "reason", why)
+	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
+		e.c.ioErrors.Add(1)
+		e.opts.Logger.Error("hybrid: recovery: zero damaged region header", "region", id, "err", err)
 	}
 }
 
@@ -230,6 +279,11 @@ func (m *engMerge) finish() {
 	}
 	e.seq.Store(m.maxSeq)
 	e.c.recovered.Store(uint64(e.ix.len()))
+	damaged := e.c.recDamaged.Load()
 	e.opts.Logger.Info("hybrid: recovered", "entries", e.ix.len(), "regions", len(m.inUse),
-		"batches", e.c.recBatches.Load(), "skipped", e.c.recSkipped.Load(), "torn", e.c.recTorn.Load())
+		"batches", e.c.recBatches.Load(), "skipped", e.c.recSkipped.Load(), "torn", e.c.recTorn.Load(),
+		"damaged_regions", damaged)
+	if damaged > 0 {
+		e.opts.Logger.Warn("hybrid: recovery dropped regions with damaged headers", "regions", damaged)
+	}
 }

@@ -51,6 +51,8 @@ func FuzzRecovery(f *testing.F) {
 	f.Add(uint32(1024), []byte{0, 0, 0, 0})
 	f.Add(uint32(1024+40), []byte{0xff})
 	f.Add(uint32(1024+1<<20+100), []byte("garbage!"))
+	f.Add(uint32(1024+1<<20+12), []byte{0x5a}) // region 1's header
+	f.Add(uint32(1024+2<<20), []byte("REGN"))  // region 2's header, unused or not
 	f.Fuzz(func(t *testing.T, off uint32, patch []byte) {
 		dev := fuzzDevice(t)
 		off %= uint32(dev.Size())

@@ -3,6 +3,8 @@ package hybrid
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"strata/blockdev"
 )
@@ -11,26 +13,59 @@ import (
 // (RuntimeUnified, RuntimeSeparated) or in the calling goroutines
 // (RuntimeDisabled). Pools bound the number of OS threads blocked in
 // pread/pwrite and keep request goroutines off the disk; the read queue is
-// bounded and a read that cannot be queued is a miss.
+// bounded and a read that cannot be queued is a miss. With a pool a Get
+// waits for its read at most ReadTimeout, queueing included; a Get that
+// reads in its own goroutine (disabled) waits for the device however long
+// it takes.
 type engRuntime struct {
-	e      *Engine
-	reads  chan *engReadJob // nil when disabled
-	writes chan *engBuf     // nil when disabled
-	stopCh chan struct{}
-	wg     sync.WaitGroup
+	e         *Engine
+	reads     chan *engReadJob // nil when disabled
+	writes    chan *engBuf     // nil when disabled
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
+	abandoned atomic.Int64 // jobs whose Get timed out, not yet let go by a worker
 }
 
-// engReadJob is one Get handed to a read worker. Jobs are pooled; done has
-// room for one signal so a worker never blocks on it.
+// engReadJob is one Get handed to a read worker. Jobs are pooled, each
+// with its timer (the read deadline); done has room for one signal so a
+// worker never blocks on it.
+//
+// Ownership of dst (the caller's buffer) is settled by state, with
+// compare-and-swap: a pending job's caller that times out moves it to
+// abandoned and returns at once; the job then belongs to the worker,
+// which skips the read if it has not started, never touches key or dst,
+// and gives the job back to the pool. A worker whose read is done moves
+// the job to delivering before it reads key and appends to dst, and
+// signals done; a caller that times out then waits for that signal (an
+// append, not an I/O).
 type engReadJob struct {
 	h, v     uint64
 	key, dst []byte
 	ok       bool
 	expiry   int64
+	state    atomic.Uint32
+	timer    *time.Timer
 	done     chan struct{}
 }
 
-var engReadJobs = sync.Pool{New: func() any { return &engReadJob{done: make(chan struct{}, 1)} }}
+// Read job states.
+const (
+	jobPending uint32 = iota
+	jobDelivering
+	jobAbandoned
+)
+
+var engReadJobs = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &engReadJob{done: make(chan struct{}, 1), timer: t}
+}}
+
+// free gives j back to the pool.
+func (j *engReadJob) free() {
+	j.key, j.dst = nil, nil
+	engReadJobs.Put(j)
+}
 
 func newEngRuntime(e *Engine) *engRuntime {
 	rt := &engRuntime{e: e, stopCh: make(chan struct{})}
@@ -57,8 +92,8 @@ func (rt *engRuntime) spawn(n int, reads chan *engReadJob, writes chan *engBuf) 
 }
 
 // worker serves reads and/or writes (a nil channel is never ready) until
-// stop. REQUIRES at stop: no job is queued (Close waits for Gets and
-// flushers first).
+// stop, then lets go of the read jobs still queued (their Gets timed out).
+// REQUIRES at stop: no write is queued (Close waits for flushers first).
 func (rt *engRuntime) worker(reads chan *engReadJob, writes chan *engBuf) {
 	defer rt.wg.Done()
 	for {
@@ -68,6 +103,19 @@ func (rt *engRuntime) worker(reads chan *engReadJob, writes chan *engBuf) {
 		case b := <-writes:
 			rt.doWrite(b)
 		case <-rt.stopCh:
+			rt.drain(reads)
+			return
+		}
+	}
+}
+
+// drain serves (or lets go) the read jobs still queued.
+func (rt *engRuntime) drain(reads chan *engReadJob) {
+	for {
+		select {
+		case j := <-reads:
+			rt.serveRead(j)
+		default:
 			return
 		}
 	}
@@ -84,18 +132,47 @@ func (rt *engRuntime) write(b *engBuf, off int64) {
 	rt.writes <- b
 }
 
-// serveRead runs one Get's read. A panic is recovered (a miss for the
-// Get, see Engine.recovered): the waiting Get is always released.
+// serveRead runs one Get's read, unless its Get has left, and delivers
+// the value into the Get's dst if it is still waiting (see engReadJob). A
+// panic is recovered (a miss for the Get, see Engine.recovered): a
+// waiting Get is always released.
 func (rt *engRuntime) serveRead(j *engReadJob) {
-	dst := j.dst
+	if j.state.Load() == jobAbandoned {
+		rt.letGo(j)
+		return
+	}
+	dst, taken := j.dst, false
 	defer func() {
 		if r := recover(); r != nil {
-			j.dst, j.expiry, j.ok = dst, 0, false
+			if taken || j.state.CompareAndSwap(jobPending, jobDelivering) {
+				j.dst, j.expiry, j.ok = dst, 0, false
+				j.done <- struct{}{}
+			} else {
+				rt.letGo(j)
+			}
 			rt.e.recovered("read worker", r)
 		}
-		j.done <- struct{}{}
 	}()
-	j.dst, j.expiry, j.ok = rt.e.readEntry(j.h, j.v, j.key, j.dst)
+	l, ok := rt.e.load(j.h, j.v)
+	if !j.state.CompareAndSwap(jobPending, jobDelivering) {
+		if ok {
+			rt.e.bufs.put(l.buf)
+		}
+		rt.letGo(j)
+		return
+	}
+	taken = true
+	j.expiry, j.ok = 0, false
+	if ok {
+		j.dst, j.expiry, j.ok = rt.e.deliver(&l, j.key, j.dst)
+	}
+	j.done <- struct{}{}
+}
+
+// letGo gives back a job its Get abandoned.
+func (rt *engRuntime) letGo(j *engReadJob) {
+	rt.abandoned.Add(-1)
+	j.free()
 }
 
 // doWrite runs one flush write. A panic is recovered and fails the write,
@@ -112,26 +189,48 @@ func (rt *engRuntime) doWrite(b *engBuf) {
 }
 
 // read runs readEntry on a read worker, or inline when disabled. A full
-// read queue is a miss.
+// read queue is a miss; so is a read that has not finished ReadTimeout
+// after it was queued (the job is abandoned to its worker).
 func (rt *engRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
 	if rt.reads == nil {
 		return rt.e.readEntry(h, v, key, dst)
 	}
 	j := engReadJobs.Get().(*engReadJob)
 	j.h, j.v, j.key, j.dst = h, v, key, dst
+	j.state.Store(jobPending)
 	select {
 	case rt.reads <- j:
 	default:
 		rt.e.c.readQueueFull.Add(1)
-		j.key, j.dst = nil, nil
-		engReadJobs.Put(j)
+		j.free()
 		return dst, 0, false
 	}
-	<-j.done
+	j.timer.Reset(rt.e.opts.ReadTimeout)
+	select {
+	case <-j.done:
+		j.timer.Stop()
+	case <-j.timer.C:
+		if rt.abandon(j) {
+			return dst, 0, false
+		}
+		<-j.done
+	}
 	out, expiry, ok := j.dst, j.expiry, j.ok
-	j.key, j.dst = nil, nil
-	engReadJobs.Put(j)
+	j.free()
 	return out, expiry, ok
+}
+
+// abandon leaves j to its worker if the worker has not begun delivering,
+// and counts the timeout. After true the caller must not touch j.
+func (rt *engRuntime) abandon(j *engReadJob) bool {
+	rt.abandoned.Add(1)
+	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
+		rt.abandoned.Add(-1)
+		return false
+	}
+	rt.e.c.readTimeouts.Add(1)
+	rt.e.deviceFailed("hybrid: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
+	return true
 }
 
 func (rt *engRuntime) stop() {

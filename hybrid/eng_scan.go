@@ -23,6 +23,7 @@ type engScan struct {
 	recs   []engRecord
 
 	batches, skipped, torn int
+	damaged                error // the region header's damage (not strict)
 }
 
 // engScanMin is the smallest read the scan issues, so chains of small
@@ -39,7 +40,7 @@ func newEngScan(e *Engine) *engScan {
 
 func (s *engScan) reset(r uint32, strict bool) {
 	s.region, s.base, s.strict = r, s.e.lay.regionBase(r), strict
-	s.winLen, s.batches, s.skipped, s.torn = 0, 0, 0, 0
+	s.winLen, s.batches, s.skipped, s.torn, s.damaged = 0, 0, 0, 0, nil
 }
 
 // bytes returns region bytes [off, off+n), reading through the window.
@@ -62,18 +63,14 @@ func (s *engScan) bytes(off, n int64) ([]byte, error) {
 }
 
 // walk calls fn with the records of every valid batch, in write order. It
-// reports whether the region holds data of this instance. A damaged batch
-// followed by a valid one is committed data: an ErrCorrupt error in strict
-// mode, skipped otherwise. A damaged batch with no valid successor is a
-// torn tail and ends the walk in every mode.
+// reports whether the region holds data of this instance (see header). A
+// damaged batch followed by a valid one is committed data: an ErrCorrupt
+// error in strict mode, skipped otherwise. A damaged batch with no valid
+// successor is a torn tail and ends the walk in every mode.
 func (s *engScan) walk(fn func(recs []engRecord)) (engRegionHeader, bool, error) {
-	b, err := s.bytes(0, regionHeaderSize)
-	if err != nil {
-		return engRegionHeader{}, false, err
-	}
-	rh, ok := parseRegionHeader(b)
-	if !ok || rh.instance != s.e.inst {
-		return rh, false, nil
+	rh, ok, err := s.header()
+	if !ok || err != nil {
+		return rh, false, err
 	}
 	pos, rsz, bs := int64(regionHeaderSize), s.e.lay.regionSize, s.e.lay.blockSize
 	for pos+batchHeaderSize <= rsz {
@@ -99,6 +96,29 @@ func (s *engScan) walk(fn func(recs []engRecord)) (engRegionHeader, bool, error)
 		pos = alignUp(pos+length, bs)
 	}
 	return rh, true, nil
+}
+
+// header reads the region header; ok means it names this instance. An
+// all-zero header, or an intact one naming another instance (written
+// before the last format), is a region holding nothing. A damaged header
+// is an ErrCorrupt error in strict mode; otherwise it is kept in
+// s.damaged and the region holds nothing: its batches are not trusted.
+func (s *engScan) header() (rh engRegionHeader, ok bool, err error) {
+	b, err := s.bytes(0, regionHeaderSize)
+	if err != nil {
+		return rh, false, err
+	}
+	rh, err = parseRegionHeader(b)
+	switch {
+	case err == nil:
+		return rh, rh.instance == s.e.inst, nil
+	case errors.Is(err, errNoRegionHeader):
+		return rh, false, nil
+	case s.strict:
+		return rh, false, fmt.Errorf("region %d header: %w", s.region, err)
+	}
+	s.damaged = err
+	return rh, false, nil
 }
 
 func (s *engScan) validAt(pos int64, seq uint64) bool {

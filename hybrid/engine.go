@@ -1,8 +1,6 @@
 package hybrid
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +29,8 @@ type Engine struct {
 	flush   []*engFlusher
 	rt      *engRuntime
 	c       engCounters
+	health  engHealth
+	errLog  engErrLog
 	seq     atomic.Uint64 // last sequence handed out
 	queued  atomic.Int64  // bytes accepted and not yet written
 	zeroBlk []byte
@@ -38,7 +38,7 @@ type Engine struct {
 
 	gate engGate // operations enter it; Close shuts it
 
-	stopReclaim chan struct{}
+	stopReclaim chan struct{} // closed by Close: stops reclaimers and the prober
 	abort       chan struct{} // closed when Close's ctx expires
 	wg          sync.WaitGroup
 	flushWG     sync.WaitGroup
@@ -73,6 +73,7 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 	}
 	e.bufs.bs = int(lay.blockSize)
 	e.gate.init()
+	e.health.init(e)
 	e.regions.readers.L = &e.regions.readerMu
 	start := time.Now()
 	if err := e.recover(); err != nil {
@@ -85,13 +86,15 @@ func OpenEngine(dev blockdev.Device, opts EngineOptions) (*Engine, error) {
 		e.wg.Add(1)
 		go e.reclaimLoop()
 	}
+	e.wg.Add(1)
+	go e.health.run()
 	return e, nil
 }
 
 // Insert queues key → value for writing and returns at once. It copies key
 // and value. expiry zero means never. It returns false, and counts why, if
-// the entry was dropped: engine closed, too large, already expired,
-// refused by admission, or over the queue bound. A dropped Insert also
+// the entry was dropped: engine closed, too large, already expired, disk
+// out of service, refused by admission, or over the queue bound. A dropped Insert also
 // hides any older value of the key, so a Get never returns a value older
 // than the newest Insert.
 func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
@@ -143,6 +146,8 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 		e.c.dropTooLarge.Add(1)
 	case exp != 0 && exp <= e.opts.Now().UnixNano():
 		e.c.dropExpired.Add(1)
+	case e.health.down():
+		e.c.dropOffline.Add(1)
 	case e.opts.Admission != nil && !e.opts.Admission.Admit(h, size):
 		e.c.dropAdmission.Add(1)
 	case e.queued.Add(int64(size)) > e.opts.QueueBytes:
@@ -249,38 +254,4 @@ func (e *Engine) unaccount(v uint64) {
 
 func (e *Engine) flusherFor(h uint64) *engFlusher {
 	return e.flush[(h>>17^h)%uint64(len(e.flush))]
-}
-
-// Close stops accepting operations, writes everything queued, waits for
-// the writes, stops every goroutine it started and syncs the device. If
-// ctx ends first, queued entries not yet in a buffer are dropped (counted)
-// and Close returns ctx's error once the goroutines have stopped. The
-// device stays open.
-func (e *Engine) Close(ctx context.Context) error {
-	e.closeOnce.Do(func() { e.closeErr = e.close(ctx) })
-	return e.closeErr
-}
-
-func (e *Engine) close(ctx context.Context) error {
-	e.gate.shut()
-	for _, f := range e.flush {
-		close(f.stop)
-	}
-	done := make(chan struct{})
-	go func() { e.flushWG.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = fmt.Errorf("hybrid: close: %w", ctx.Err())
-		close(e.abort)
-		<-done
-	}
-	close(e.stopReclaim)
-	e.wg.Wait()
-	e.rt.stop()
-	if serr := e.dev.Sync(); serr != nil && err == nil {
-		err = fmt.Errorf("hybrid: close: sync: %w", serr)
-	}
-	return err
 }

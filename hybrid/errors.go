@@ -15,4 +15,7 @@ var (
 	ErrOptions = errors.New("hybrid: invalid options")
 	// ErrDevice: the device cannot hold the configured layout.
 	ErrDevice = errors.New("hybrid: device unusable")
+	// ErrDeviceTimeout: the device did not answer before a deadline (Close
+	// gave up waiting for it).
+	ErrDeviceTimeout = errors.New("hybrid: device did not answer in time")
 )

@@ -98,13 +98,17 @@ type Options struct {
 	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
 	// it is streamed to its client unshared and not stored. Default 64.
 	MaxLargeFills int `yaml:"max_large_fills"`
-	// MaxLeasedBytes bounds the bytes of sliced bodies read whole before
-	// their status line: an object without a strong validator cannot have
-	// a lost slice fetched again, so a hit on it reads every slice it will
-	// send first (see sliceSource). A response of more than FillWindow
-	// slices, or one that would pass the bound, is only probed. Default
-	// 64 MiB.
-	MaxLeasedBytes int64 `yaml:"-"`
+	// MaxStreamBytes bounds the buffers of responses served from stored
+	// sliced bodies: each holds one slice buffer while it streams, plus,
+	// for an object without a strong validator, the slices it reads before
+	// its status line (at most FillWindow; see sliceSource). A response
+	// that finds no room waits up to StreamWait, then is answered 503 with
+	// Retry-After; a read-ahead that finds no room is skipped. Default
+	// 256 MiB (configs sizes it from limits.memory).
+	MaxStreamBytes int64 `yaml:"-"`
+	// StreamWait is how long a response waits for MaxStreamBytes room.
+	// Default 1s.
+	StreamWait time.Duration `yaml:"-"`
 	// MaxVariants bounds the variants (responses with Vary, one per
 	// secondary key) stored per URL; storing one more evicts the oldest.
 	// Default 16; 1..1024.
@@ -171,8 +175,11 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxObjectSize, 1<<30)
 	setDefault(&o.FillWindow, 4)
 	setDefault(&o.MaxFills, 1024)
-	if o.MaxLeasedBytes == 0 {
-		o.MaxLeasedBytes = 64 << 20
+	if o.MaxStreamBytes == 0 {
+		o.MaxStreamBytes = 256 << 20
+	}
+	if o.StreamWait == 0 {
+		o.StreamWait = time.Second
 	}
 	setDefault(&o.MaxLargeFills, 64)
 	setDefault(&o.MaxVariants, 16)

@@ -20,7 +20,7 @@ import (
 // request is a miss. A slice lost while the body streams (evicted, or found
 // damaged when read) is fetched the same way. Any other object cannot have a
 // slice fetched again, so every slice the response covers is read into buffers
-// of its own first (up to FillWindow slices, within MaxLeasedBytes) and one
+// of its own first (up to FillWindow slices, within MaxStreamBytes) and one
 // missing makes the request a miss. What remains: an origin that fails or
 // changes while a lost slice is fetched mid-body, and a slice lost after the
 // probe of a body without a validator too large to read first; that response
@@ -37,7 +37,7 @@ var (
 	// other than 200), so the object cannot be served whole.
 	errSliceMissing = errors.New("proxy: a slice of the object is missing and cannot be fetched")
 	// errLeaseBudget: reading the body before the status line would pass
-	// a request's share or Options.MaxLeasedBytes.
+	// a request's share or Options.MaxStreamBytes.
 	errLeaseBudget = errors.New("proxy: too many bodies held for their status lines")
 )
 
@@ -59,7 +59,7 @@ var (
 // response streams) is fetched the same way, so only an origin failing or
 // changing in that window ends a response short. Any other object has
 // every slice it will send read into buffers of its own first (leased,
-// up to FillWindow slices a response, within Options.MaxLeasedBytes in
+// up to FillWindow slices a response, within Options.MaxStreamBytes in
 // all), and a missing one makes the request a miss. A body too large to
 // lease is only probed: a slice lost after the probe cuts it short
 // (counted), the price of not fetching a large object whole again on
@@ -81,7 +81,7 @@ type sliceSource struct {
 	sf        *sliceFetch
 	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases    []leasedSlice
-	leasedN   int64 // bytes charged to Server.leased
+	leasedN   int64 // bytes charged to Server.bodies for leases
 }
 
 // leasedSlice is a slice read before the status line: buf is its slab,
@@ -160,7 +160,7 @@ func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok
 
 // lease reads every slice the ranges rs cover into slabs of r's own:
 // errLeaseBudget (nothing done) when they are more than FillWindow slices
-// or would pass MaxLeasedBytes, errSliceMissing when one is not there.
+// or would pass MaxStreamBytes, errSliceMissing when one is not there.
 func (r *sliceSource) lease(rs []byterange.Range) error {
 	sz := int64(r.obj.SliceSize)
 	var n int64
@@ -170,8 +170,7 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 	if n > int64(r.s.opts.FillWindow)*sz {
 		return errLeaseBudget
 	}
-	if r.s.leased.Add(n) > r.s.opts.MaxLeasedBytes {
-		r.s.leased.Add(-n)
+	if !r.s.bodies.tryAcquire(n) {
 		return errLeaseBudget
 	}
 	r.leasedN = n
@@ -338,7 +337,7 @@ func (r *sliceSource) close() {
 	}
 	r.leases = r.leases[:0]
 	if r.leasedN != 0 {
-		r.s.leased.Add(-r.leasedN)
+		r.s.bodies.release(r.leasedN)
 		r.leasedN = 0
 	}
 	if r.fr.tmpl != nil {

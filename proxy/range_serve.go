@@ -141,8 +141,13 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchReq, sf *sliceFetch, idx int, cs cacheStatus) {
 	o := &sf.obj
 	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
-	b, err := s.acquireSlicedBody(st.key, o, rs, fr)
-	if err != nil { // cannot happen: the fetch decoded it
+	b, err := s.acquireSlicedBody(st.key, o, rs, fr, !ctx.IsHead())
+	switch {
+	case err == errBusy:
+		sf.release()
+		s.failBusy(ctx)
+		return
+	case err != nil: // cannot happen: the fetch decoded it
 		sf.release()
 		s.fail(ctx, fasthttp.StatusInternalServerError, "proxy: bad record")
 		return

@@ -32,7 +32,7 @@ type Server struct {
 	vlocks  variantLocks
 	nfills  atomic.Int64
 	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
-	leased  atomic.Int64 // bytes of bodies read whole before their status (MaxLeasedBytes)
+	bodies  bodyBudget   // buffers of responses streaming stored sliced bodies (MaxStreamBytes)
 	pool    sync.Pool    // *reqState
 	purges  purges
 
@@ -85,6 +85,7 @@ func New(store Store, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
+	s.bodies.init(opts.MaxStreamBytes)
 	s.fills.init()
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()

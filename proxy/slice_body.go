@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -15,18 +16,33 @@ import (
 // abandoned), which releases the source and returns the body to its pool.
 type slicedBody struct {
 	rangeBody
-	src sliceSource
-	one [1]byterange.Range
+	src    sliceSource
+	one    [1]byterange.Range
+	srv    *Server
+	charge int64 // bytes taken from srv.bodies for the stream buffer
 }
 
 var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
 
 // acquireSlicedBody returns a body for the object o (copied) under key,
 // reading ranges rs (nil: all of it). fr's template (nil tmpl: nothing is
-// fetched) is owned by the body from now on, even on error.
-func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq) (*slicedBody, error) {
+// fetched) is owned by the body from now on, even on error. A body that
+// will stream (not for HEAD) first takes its slice buffer's bytes from
+// Server.bodies, waiting up to StreamWait: errBusy if none came.
+func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq, stream bool) (*slicedBody, error) {
+	var charge int64
+	if stream {
+		charge = int64(sliceHeaderLen + o.SliceSize)
+		if !s.bodies.acquire(charge, s.opts.StreamWait) {
+			if fr.tmpl != nil {
+				fasthttp.ReleaseRequest(fr.tmpl)
+			}
+			return nil, errBusy
+		}
+	}
 	b := slicedBodyPool.Get().(*slicedBody)
 	b.rangeBody = rangeBody{src: &b.src, frame: b.frame[:0], m: s.m}
+	b.srv, b.charge = s, charge
 	if err := b.src.init(s, key, o, fr); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -39,9 +55,14 @@ func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, 
 	return b, nil
 }
 
-// Close releases the source and pools b.
+// Close releases the source and its budget and pools b.
 func (b *slicedBody) Close() error {
 	_ = b.rangeBody.Close()
+	if b.charge != 0 {
+		b.srv.bodies.release(b.charge)
+		b.charge = 0
+	}
+	b.srv = nil
 	b.rangeBody = rangeBody{frame: b.frame[:0]}
 	slicedBodyPool.Put(b)
 	return nil
@@ -63,8 +84,11 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 		}
 		fr = s.fetchRequest(ctx, org, &st.rp)
 	}
-	b, err := s.acquireSlicedBody(st.key, o, rs, fr)
-	if err != nil {
+	b, err := s.acquireSlicedBody(st.key, o, rs, fr, !ctx.IsHead())
+	if err == errBusy {
+		s.failBusy(ctx)
+		return rangeServed
+	} else if err != nil {
 		return rangeMissed
 	}
 	if !ctx.IsHead() {
@@ -79,4 +103,14 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 	}
 	s.writeRanges(ctx, o.Headers, age, code, &b.rangeBody, b, b.src.sf != nil, cs)
 	return rangeServed
+}
+
+// errBusy: no room in Options.MaxStreamBytes came within StreamWait.
+var errBusy = errors.New("proxy: too many large responses in flight")
+
+// failBusy answers 503 with Retry-After: the body's buffer could not be
+// had within StreamWait. Never stored.
+func (s *Server) failBusy(ctx *fasthttp.RequestCtx) {
+	s.fail(ctx, fasthttp.StatusServiceUnavailable, errBusy.Error())
+	ctx.Response.Header.Set("Retry-After", "1")
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Issue 4's targets (foyer's separated-runtime figures, PR #652).
+// The targets: foyer's separated-runtime figures (foyer-rs/foyer PR #652).
 const (
 	targetInsertP99  = 15  // µs
 	targetGetMissP99 = 100 // µs
@@ -95,7 +95,7 @@ func printCompare(w io.Writer, names []string, rs []*result) {
 		return fmt.Sprintf("%d, %.0fus", r.Noise.GCCycles, r.Noise.GCPauseMax)
 	})
 	cells("", empty)
-	cells("Targets (issue 4)", empty)
+	cells("Targets (foyer-bench)", empty)
 	row(fmt.Sprintf("insert p99 ≤ %dus (separated)", targetInsertP99), func(r *result) string {
 		return verdict(r.Total.InsertLat.P99 <= targetInsertP99, fmt.Sprintf("%dus", r.Total.InsertLat.P99))
 	})

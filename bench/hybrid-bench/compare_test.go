@@ -64,7 +64,7 @@ CPU-s run / waiting for a CPU     20.0 / 10.0               0.0 / 0.0
 Go sched latency p99              812us                     0us
 GC cycles, pause max              7, 96us                   0, 0us
 
-Targets (issue 4)
+Targets (foyer-bench)
 insert p99 ≤ 15us (separated)     MISS 106us                ok 15us
 get miss p99 ≤ 100us (separated)  MISS 531us                ok 100us
 disk write = limit ±5%            MISS 62.5% of 32.0 MiB/s  ok 100.0% of 500.0 MiB/s

@@ -11,11 +11,11 @@
 // readers GetOrFetch among the most recent --get-range keys). Output: every
 // --report-interval a "[Ns/Ts]" line and foyer-bench's 32-line block; at
 // the end "Total:", the block, "Close takes: <duration>", the peak RSS
-// against issue 4's bound, and a noise line (noise.go: how long our
+// against the RSS bound, and a noise line (noise.go: how long our
 // threads waited for a CPU, Go scheduling latency, GC pauses), without
 // which tail latencies on a shared machine cannot be read. --json writes
 // the same figures; --compare prints several JSON files side by side with
-// the issue's targets. --cpuprofile and --memprofile explain a miss.
+// foyer-bench's published targets. --cpuprofile and --memprofile explain a miss.
 //
 // Measurement. Latencies are HDR histograms with foyer-bench's bounds (1 µs
 // to 10 s, 2 significant digits), one set per goroutine, handed to the

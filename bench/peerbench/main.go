@@ -1,6 +1,6 @@
 // Command peerbench runs strata side by side with nginx proxy_cache,
 // Varnish (malloc and file storage) and Apache Traffic Server on one
-// origin, in one run, on loopback (issue 7), and reports strata's ratio to
+// origin, in one run, on loopback, and reports strata's ratio to
 // each peer as a table, JSON and a PNG chart under bench/results/.
 //
 // Every system gets the same memory and disk budgets and, where the

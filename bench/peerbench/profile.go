@@ -13,7 +13,7 @@ import (
 
 // profiler takes one CPU profile of strata during a measured run, from
 // the /debug/pprof/ endpoint its -pprof flag serves on the admin listener
-// (issue 7 asks for a profile of each scenario where strata is behind).
+// (a profile of each scenario where strata is behind says why).
 // The goroutine it starts is owned by it: wait returns once it ended.
 type profiler struct {
 	done chan error

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// scenario is one workload of issue 7, run against every system in turn
+// scenario is one workload of the peer comparison, run against every system in turn
 // after the same warm-up. Paths are the sample origin's: /obj/<size>?max-age=N.
 type scenario struct {
 	ID, Name, Desc string

@@ -45,7 +45,7 @@ type app struct {
 func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof bool) (a *app, err error) {
 	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
 	p.Device.Logger, p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger, logger
-	setMemoryLimit(logger, p.Cache.Memory.Capacity)
+	setMemoryLimit(logger, p.Memory)
 	defer func() {
 		if err != nil {
 			a.shutdown()
@@ -190,11 +190,16 @@ func (a *app) serve(name, scheme string, ln net.Listener, serve func(net.Listene
 }
 
 // shutdown takes apart what start built, in reverse, logging each step.
-// It is safe on a partly built app.
+// It is safe on a partly built app. Draining, closing the fills and
+// closing the cache share one deadline, limits.shutdown_timeout from now
+// (a cache device that never answers is given up on at it, see
+// hybrid.Engine.Close); the clock and the admin listener get a second
+// each, so shutdown ends within the timeout and a few seconds.
 func (a *app) shutdown() error {
 	var errs []error
-	step := func(name string, timeout time.Duration, f func(ctx context.Context) error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	deadline := time.Now().Add(a.shutdownTimeout)
+	step := func(name string, by time.Time, f func(ctx context.Context) error) {
+		ctx, cancel := context.WithDeadline(context.Background(), by)
 		defer cancel()
 		t0 := time.Now()
 		err := f(ctx)
@@ -209,19 +214,19 @@ func (a *app) shutdown() error {
 		a.admin.SetReady(false)
 	}
 	if a.srv != nil {
-		step("stop accepting and drain requests", a.shutdownTimeout, a.srv.ShutdownWithContext)
+		step("stop accepting and drain requests", deadline, a.srv.ShutdownWithContext)
 	}
 	if a.proxy != nil {
-		step("close proxy (fills)", a.shutdownTimeout, a.proxy.Close)
+		step("close proxy (fills)", deadline, a.proxy.Close)
 	}
 	if a.cache != nil {
-		step("close cache (flush, sync, close device)", a.shutdownTimeout, a.cache.Close)
+		step("close cache (flush, sync, close device)", deadline, a.cache.Close)
 	}
 	if a.clock != nil {
-		step("stop admission clock", time.Second, a.clock.Close)
+		step("stop admission clock", time.Now().Add(time.Second), a.clock.Close)
 	}
 	if a.adminSrv != nil {
-		step("close admin listener", time.Second, a.adminSrv.ShutdownWithContext)
+		step("close admin listener", time.Now().Add(time.Second), a.adminSrv.ShutdownWithContext)
 	}
 	a.serving.Wait()
 	return errors.Join(errs...)

@@ -83,7 +83,8 @@ func onDisk(defs ...statDef) []statDef {
 // dropped is strata_disk_dropped_total for one reason.
 // The reasons: too_large (bigger than a flush buffer), expired (already),
 // admission (refused), queue (write queue full), aborted (queued, then
-// dropped by a shutdown out of time).
+// dropped by a shutdown out of time), offline (the disk was out of
+// service).
 func dropped(reason string, get func(s *hybrid.Stats) uint64) statDef {
 	d := counter("strata_disk_dropped_total", "Entries not written to disk, by reason.", get)
 	d.labels = prometheus.Labels{"reason": reason}
@@ -91,6 +92,13 @@ func dropped(reason string, get func(s *hybrid.Stats) uint64) statDef {
 }
 
 const nanos = 1e-9
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 var cacheStatDefs = append(memoryStatDefs, append(engineStatDefs, deviceStatDefs...)...)
 
@@ -120,11 +128,17 @@ var engineStatDefs = onDisk(
 	dropped("admission", func(s *hybrid.Stats) uint64 { return s.Disk.DropAdmission }),
 	dropped("queue", func(s *hybrid.Stats) uint64 { return s.Disk.DropQueue }),
 	dropped("aborted", func(s *hybrid.Stats) uint64 { return s.Disk.DropAborted }),
+	dropped("offline", func(s *hybrid.Stats) uint64 { return s.Disk.DropOffline }),
 	counter("strata_disk_removes_total", "Removes (tombstones) sent to the disk engine.", func(s *hybrid.Stats) uint64 { return s.Disk.Removes }),
 	counter("strata_disk_gets_total", "Disk engine lookups.", func(s *hybrid.Stats) uint64 { return s.Disk.Gets }),
 	counter("strata_disk_hits_total", "Disk engine hits, pending ones included.", func(s *hybrid.Stats) uint64 { return s.Disk.Hits }),
 	counter("strata_disk_pending_hits_total", "Disk hits served from entries not yet written.", func(s *hybrid.Stats) uint64 { return s.Disk.PendingHits }),
 	counter("strata_disk_read_queue_full_total", "Disk lookups turned into misses because the read queue was full.", func(s *hybrid.Stats) uint64 { return s.Disk.ReadQueueFull }),
+	counter("strata_disk_read_timeouts_total", "Disk lookups turned into misses because the read passed the read timeout.", func(s *hybrid.Stats) uint64 { return s.Disk.ReadTimeouts }),
+	gauge("strata_disk_abandoned_reads", "Disk reads whose lookup timed out, still held by the device or the read queue.", func(s *hybrid.Stats) float64 { return float64(s.Disk.AbandonedReads) }),
+	gauge("strata_disk_online", "1 while the disk tier is in service, 0 while it is out of service after repeated failures.", func(s *hybrid.Stats) float64 { return boolGauge(s.Disk.Online) }),
+	counter("strata_disk_out_of_service_total", "Times the disk tier was taken out of service.", func(s *hybrid.Stats) uint64 { return s.Disk.OutOfService }),
+	counter("strata_disk_offline_gets_total", "Disk lookups skipped because the disk tier was out of service.", func(s *hybrid.Stats) uint64 { return s.Disk.OfflineGets }),
 	counter("strata_disk_corruptions_total", "Disk entries that failed their checks when read.", func(s *hybrid.Stats) uint64 { return s.Disk.Corruptions }),
 	counter("strata_disk_hash_collisions_total", "Disk lookups whose index hash matched another key.", func(s *hybrid.Stats) uint64 { return s.Disk.HashCollisions }),
 	counter("strata_disk_expired_on_read_total", "Disk hits turned into misses by expiry.", func(s *hybrid.Stats) uint64 { return s.Disk.ExpiredOnRead }),
@@ -142,6 +156,7 @@ var engineStatDefs = onDisk(
 	gauge("strata_disk_recovered_batches", "Write batches read back when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveredBatches) }),
 	gauge("strata_disk_recovery_skipped", "Damaged batches or entries skipped when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoverySkipped) }),
 	gauge("strata_disk_recovery_torn_tails", "Regions whose last batch was torn when the cache opened.", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveryTornTails) }),
+	gauge("strata_disk_recovery_damaged_regions", "Regions whose header was damaged when the cache opened (quiet recovery dropped their data).", func(s *hybrid.Stats) float64 { return float64(s.Disk.RecoveryDamaged) }),
 	gauge("strata_disk_recovery_duration_seconds", "How long recovery took when the cache opened.", func(s *hybrid.Stats) float64 { return s.Disk.RecoveryDuration.Seconds() }),
 	gauge("strata_disk_entries", "Entries in the disk index.", func(s *hybrid.Stats) float64 { return float64(s.Disk.Entries) }),
 	gauge("strata_disk_pending_keys", "Keys with a queued disk operation.", func(s *hybrid.Stats) float64 { return float64(s.Disk.PendingKeys) }),

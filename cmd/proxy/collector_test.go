@@ -60,6 +60,12 @@ func TestCacheCollector(t *testing.T) {
 			if err != nil || (n == 1) != tc.disk {
 				t.Errorf("strata_disk_inserts_total: %d series (err %v), want disk=%v", n, err, tc.disk)
 			}
+			if tc.disk {
+				online := "\n# HELP strata_disk_online 1 while the disk tier is in service, 0 while it is out of service after repeated failures.\n# TYPE strata_disk_online gauge\nstrata_disk_online 1\n"
+				if err := testutil.GatherAndCompare(reg, strings.NewReader(online), "strata_disk_online"); err != nil {
+					t.Error(err)
+				}
+			}
 		})
 	}
 }

@@ -65,6 +65,7 @@ func loadConfig(f *flags) (*configs.Config, *configs.Parts, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	f.o.CgroupLimit = cgroupMemoryLimit()
 	if err := cfg.Apply(f.o); err != nil {
 		return nil, nil, err
 	}

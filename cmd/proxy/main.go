@@ -12,15 +12,20 @@
 // demo` read.
 //
 // SIGTERM or SIGINT shuts down in reverse (STYLE.md rule 11): readiness
-// off, stop accepting and drain in-flight requests (bounded by
-// limits.shutdown_timeout), close the proxy (wait for or cancel its
-// fills), close the cache (flush the write buffers, sync, close the
-// device), stop the clock, close the admin listener; each step's duration
-// is logged. A restart on the same device finds what was flushed.
+// off, stop accepting and drain in-flight requests, close the proxy (wait
+// for or cancel its fills), close the cache (flush the write buffers,
+// sync, close the device), stop the clock, close the admin listener; each
+// step's duration is logged. The first three share limits.shutdown_timeout,
+// the last two get a second each, so shutdown ends within the timeout and
+// a few seconds even when the cache device never answers: the cache is
+// then given up on (logged with what may be lost: what was queued for the
+// device, and writes not synced) and the next start recovers the device
+// as after a crash. A restart on the same device finds what was flushed.
 //
 // Exit status: 0 after a clean shutdown, 1 on a runtime error (a device
 // that cannot be opened, a listener that cannot bind, a failed shutdown
-// step), 2 on a usage or config error.
+// step, including a cache device that did not answer in time), 2 on a
+// usage or config error.
 package main
 
 import (

@@ -1,0 +1,146 @@
+package configs
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Budget is how strata spends limits.memory, its bound on resident
+// memory. The memory tier takes its capacity; what every other part may
+// hold follows from the config:
+//
+//	runtime   32 MiB + capacity/16      Go runtime and binary, metrics, memory-tier tables
+//	disk      (2·flushers + reclaimers) · buffer_size       write buffers, reclaim scans
+//	          + read_workers · pow2(slice_size + 64 KiB)    read buffers
+//	          + disk size / 1024                            index (≈24 B per entry of ≥ 24 KiB)
+//	conns     limits.max_conns · (max_header_bytes + 8 KiB)   client connections
+//	          + Σ origins[].max_conns · (max_header_bytes + 8 KiB)  origin connections
+//	work      the rest, at least 32 MiB (64 MiB when limits.memory is derived):
+//	          1/8 disk write queue (its pooled items up to twice that),
+//	          1/4 large fills, 1/8 small fills, 1/4 buffers of responses
+//	          streaming stored sliced bodies, the rest other responses in
+//	          flight and garbage not yet collected.
+//
+// limits.memory left 0 is the memory cgroup's limit less a tenth (at least
+// 16 MiB) for the kernel's share, or, outside a cgroup, the sum of the
+// terms above with 64 MiB of work. The Go heap's soft limit
+// (debug.SetMemoryLimit) is the budget less the memory tier less 16 MiB
+// for what the runtime does not manage.
+type Budget struct {
+	Total   int64 // limits.memory as resolved
+	Tier    int64 // cache.memory.capacity
+	Runtime int64
+	Disk    int64
+	Conns   int64
+	Work    int64
+	Source  string // "limits.memory", "cgroup" or "derived"
+}
+
+// Budget terms that are constants.
+const (
+	budgetRuntime  = 32 * MiB
+	budgetConnBase = 8 * KiB
+	budgetWorkMin  = 32 * MiB
+	budgetWorkAuto = 64 * MiB
+	budgetNonHeap  = 16 * MiB
+	budgetIndexDiv = 1024
+	largeFillMin   = 64 * KiB // proxy: a fill is large from this declared length
+	// originHeaderDefault is proxy's default origins[].max_header_bytes:
+	// each origin connection reads through a buffer of that size.
+	originHeaderDefault = 64 * KiB
+)
+
+// budget resolves limits.memory for c and checks that it holds the fixed
+// terms plus the least working memory.
+func (c *Config) budget(ps *problems) Budget {
+	b := Budget{Tier: c.Cache.Memory.Capacity.Bytes(), Runtime: budgetRuntime + c.Cache.Memory.Capacity.Bytes()/16}
+	b.Disk = c.diskBudget()
+	b.Conns = int64(c.Limits.MaxConns) * (c.Limits.MaxHeaderBytes.Bytes() + budgetConnBase)
+	for _, o := range c.Origins {
+		hdr := o.MaxHeaderBytes.Bytes()
+		if hdr == 0 {
+			hdr = originHeaderDefault
+		}
+		b.Conns += int64(o.MaxConns) * (hdr + budgetConnBase)
+	}
+	fixed := b.Tier + b.Runtime + b.Disk + b.Conns
+	switch {
+	case c.Limits.Memory > 0:
+		b.Total, b.Source = c.Limits.Memory.Bytes(), "limits.memory"
+	case c.cgroupLimit > 0:
+		b.Total, b.Source = c.cgroupLimit-max(16*MiB, c.cgroupLimit/10), "cgroup"
+	default:
+		b.Total, b.Source = fixed+budgetWorkAuto, "derived"
+	}
+	b.Work = b.Total - fixed
+	if b.Work < budgetWorkMin && b.Source != "cgroup" { // a cgroup too small is logged (Short), not refused
+		ps.add("limits.memory", "%s leaves %s for work, want %s: the memory tier takes %s, the runtime %s, disk buffers and index %s, connections %s; raise it, or lower cache.memory.capacity or limits.max_conns",
+			mib(b.Total), mib(max(b.Work, 0)), mib(budgetWorkMin), mib(b.Tier), mib(b.Runtime), mib(b.Disk), mib(b.Conns))
+	}
+	return b
+}
+
+// diskBudget is the disk tier's fixed memory: 0 without a disk.
+func (c *Config) diskBudget() int64 {
+	d := &c.Cache.Disk
+	if d.Path == "" {
+		return 0
+	}
+	buf := d.BufferSize.Bytes()
+	read := int64(1) << bits.Len64(uint64(c.Cache.SliceSize.Bytes()+64*KiB-1))
+	return int64(2*d.Flushers+d.Reclaimers)*buf + int64(d.ReadWorkers)*read + d.Size.Bytes()/budgetIndexDiv
+}
+
+// Short reports a budget (from a memory cgroup) that leaves less than the
+// least working memory; the pools are then sized as if it did not.
+func (b *Budget) Short() bool { return b.Work < budgetWorkMin }
+
+// work is the working memory the pools are sized from.
+func (b *Budget) work() int64 { return max(b.Work, budgetWorkMin) }
+
+// QueueBytes is the disk write queue's bound: an eighth of work, at
+// least one buffer.
+func (b *Budget) QueueBytes(bufferSize int64) int64 { return max(b.work()/8, bufferSize) }
+
+// MaxLargeFills is how many large fills a quarter of work holds (each
+// keeps up to window slices), capped by the configured value.
+func (b *Budget) MaxLargeFills(configured int, window, sliceSize int64) int {
+	return capCount(configured, b.work()/4/(window*(sliceSize+KiB)))
+}
+
+// MaxFills is how many small fills (up to largeFillMin each) an eighth of
+// work holds, capped by the configured value.
+func (b *Budget) MaxFills(configured int) int {
+	return capCount(configured, b.work()/8/largeFillMin)
+}
+
+func capCount(configured int, n int64) int { return int(max(1, min(int64(configured), n))) }
+
+// StreamBytes bounds the buffers of responses streaming stored sliced
+// bodies: a quarter of work.
+func (b *Budget) StreamBytes() int64 { return b.work() / 4 }
+
+// HeapLimit is the Go heap's soft limit.
+func (b *Budget) HeapLimit() int64 { return max(b.Total-b.Tier-budgetNonHeap, budgetWorkMin) }
+
+// String renders b for the start-up log.
+func (b Budget) String() string {
+	return fmt.Sprintf("total=%s (%s) tier=%s runtime=%s disk=%s conns=%s work=%s",
+		mib(b.Total), b.Source, mib(b.Tier), mib(b.Runtime), mib(b.Disk), mib(b.Conns), mib(b.Work))
+}
+
+// mib renders n bytes in MiB with one decimal.
+func mib(n int64) string { return fmt.Sprintf("%.1fMiB", float64(n)/float64(MiB)) }
+
+// applyBudget sizes the disk write queue and the proxy's fill bounds from
+// p.Memory. REQUIRES: EnsureDefaults ran on p's parts.
+func (p *Parts) applyBudget() {
+	b := &p.Memory
+	if p.DevicePath != "" {
+		p.Cache.Disk.QueueBytes = b.QueueBytes(int64(p.Cache.Disk.BufferSize))
+	}
+	px := &p.Proxy
+	px.MaxLargeFills = b.MaxLargeFills(px.MaxLargeFills, int64(px.FillWindow), int64(px.SliceSize))
+	px.MaxFills = b.MaxFills(px.MaxFills)
+	px.MaxStreamBytes = b.StreamBytes()
+}
