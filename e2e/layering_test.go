@@ -24,6 +24,11 @@ var allowedImports = map[string][]string{
 // DESIGN.md lets other cmd/ binaries use what they need, so every cmd/ may.
 var importersOfConfigs = map[string]bool{"cmd": true, "e2e": true, "configs": true}
 
+// selfContained: the packages under these directories import no other
+// strata package at all (the standard library and third-party modules
+// only): proxy/internal holds the HTTP rules as pure functions.
+var selfContained = []string{"proxy/internal/"}
+
 type listedPackage struct {
 	ImportPath   string
 	Imports      []string
@@ -62,8 +67,22 @@ func TestLayering(t *testing.T) {
 			if depTop == "configs" && !importersOfConfigs[rel] && !importersOfConfigs[top] {
 				t.Errorf("%s imports %s: only cmd/ binaries and e2e may import configs", p.ImportPath, imp)
 			}
+			if selfContainedPackage(rel) && dep != rel {
+				t.Errorf("%s imports %s: packages under %v import no other strata package", p.ImportPath, imp, selfContained)
+			}
 		}
 	}
+}
+
+// selfContainedPackage reports whether the package at rel (its path
+// below strata/) lies under a selfContained directory.
+func selfContainedPackage(rel string) bool {
+	for _, dir := range selfContained {
+		if strings.HasPrefix(rel+"/", dir) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {

@@ -94,18 +94,18 @@ func (a *Admin) doPurge(urls, tags, prefixes []string) (int, purgeAnswer) {
 	var errs []error
 	found := false
 	for _, u := range urls {
-		ok, err := a.s.Purge(u)
+		ok, err := a.s.purge(u)
 		errs = append(errs, err)
 		found = found || ok
 		ans.URLs = append(ans.URLs, purgeURL{u, ok})
 	}
 	if len(tags) > 0 {
-		n, err := a.s.PurgeTags(tags)
+		n, err := a.s.purgeTags(tags)
 		errs = append(errs, err)
 		ans.Removed, ans.Tags = n, tags
 	}
 	for _, p := range prefixes {
-		errs = append(errs, a.s.PurgePrefix(p))
+		errs = append(errs, a.s.purgePrefix(p))
 		ans.Prefixes = append(ans.Prefixes, p)
 	}
 	if len(tags)+len(prefixes) > 0 {

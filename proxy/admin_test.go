@@ -45,8 +45,8 @@ func TestPurgeAndAdmin(t *testing.T) {
 	if code, _ := adminDo(a, "POST", "/purge?url=ftp://x/", "Bearer s3cret"); code != 400 {
 		t.Errorf("bad URL: %d", code)
 	}
-	if _, err := p.srv.Purge("::"); !errors.Is(err, ErrPurgeURL) {
-		t.Errorf("Purge(::) = %v", err)
+	if _, err := p.srv.purge("::"); !errors.Is(err, ErrPurgeURL) {
+		t.Errorf("purge(::) = %v", err)
 	}
 	if code, _ := adminDo(a, "GET", "/healthz", ""); code != 200 {
 		t.Errorf("healthz %d", code)

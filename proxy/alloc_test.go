@@ -21,7 +21,7 @@ func TestHitAllocs(t *testing.T) {
 		ctx.Response.Reset()
 		ctx.Request.Header.SetHost("example.com")
 		ctx.Request.Header.SetRequestURI("/alloc")
-		p.srv.Handler(&ctx)
+		p.srv.handler(&ctx)
 	}
 	serve()
 	if got := string(ctx.Response.Header.Peek("Cache-Status")); got != "strata; hit; detail=memory" {

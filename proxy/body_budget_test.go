@@ -84,7 +84,7 @@ func TestStreamBudgetBusy(t *testing.T) {
 		ctx.Request.Header.SetMethod(method)
 		ctx.Request.Header.SetHost("example.com")
 		ctx.Request.Header.SetRequestURI("/obj")
-		p.srv.Handler(ctx)
+		p.srv.handler(ctx)
 	}
 	var first, second fasthttp.RequestCtx
 	serve(&first, "GET") // its body stream holds the buffer until written

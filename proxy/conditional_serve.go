@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Client conditionals (RFC 9110 §13.1.1, §13.1.3, §13.2; RFC 9111 §4.3.2).
@@ -17,24 +19,23 @@ import (
 // conditional is then evaluated against the fetched response.
 //
 // The 304 carries, from the response it stands for, the fields RFC 9110
-// §15.4.5 lists (Cache-Control, Content-Location, Date, ETag, Expires,
-// Vary), plus Age, Via and Cache-Status; no body and no Content-Length.
-var notModifiedFields = [...]string{"Cache-Control", "Content-Location", "Date", "ETag", "Expires", "Vary"}
+// §15.4.5 lists (httpcache.NotModifiedField), plus Age, Via and
+// Cache-Status; no body and no Content-Length.
 
 // clientNotModified reports whether the request may get a 304 for a
 // response with this status and validators.
-func clientNotModified(req *fasthttp.RequestHeader, rp *RequestPolicy, status int, etag []byte, lastModified, date time.Time) bool {
+func clientNotModified(req *fasthttp.RequestHeader, rp *httpcache.RequestPolicy, status int, etag []byte, lastModified, date time.Time) bool {
 	if !rp.Conditional || status < 200 || status > 299 {
 		return false
 	}
 	if lastModified.IsZero() {
 		lastModified = date
 	}
-	return NotModified(req, etag, lastModified)
+	return httpcache.NotModified(req, etag, lastModified)
 }
 
 // objectNotModified is clientNotModified for a decoded record.
-func objectNotModified(ctx *fasthttp.RequestCtx, rp *RequestPolicy, o *object) bool {
+func objectNotModified(ctx *fasthttp.RequestCtx, rp *httpcache.RequestPolicy, o *object) bool {
 	return clientNotModified(&ctx.Request.Header, rp, o.Status, o.ETag, o.LastModified, o.Date)
 }
 
@@ -45,24 +46,15 @@ func (s *Server) writeNotModified(ctx *fasthttp.RequestCtx, kvs []headerKV, age 
 	resp.Reset()
 	resp.SetStatusCode(fasthttp.StatusNotModified)
 	for _, kv := range kvs {
-		if notModifiedField(kv.Key) {
+		if httpcache.NotModifiedField(kv.Key) {
 			resp.Header.AddBytesKV(kv.Key, kv.Value)
 		}
 	}
 	if age >= 0 {
-		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(age/time.Second)))
+		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(age/time.Second)))
 	}
 	s.finishHeaders(resp, cs)
 	resp.SkipBody = true
-}
-
-func notModifiedField(name []byte) bool {
-	for _, f := range notModifiedFields {
-		if len(f) == len(name) && varyCompareFold(name, []byte(f)) == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // writeNotModifiedFrom answers 304 for an origin response (a private fill
@@ -70,8 +62,8 @@ func notModifiedField(name []byte) bool {
 func (s *Server) writeNotModifiedFrom(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs cacheStatus) {
 	kvs, _ := copyResponseHeaders(nil, nil, &resp.Header)
 	age := time.Duration(-1)
-	if a := ResponseAge(&resp.Header); a > 0 {
-		age = ageSeconds(a)
+	if a := httpcache.ResponseAge(&resp.Header); a > 0 {
+		age = httpcache.Seconds(a)
 	}
 	s.writeNotModified(ctx, kvs, age, cs)
 	resp.CloseBodyStream()
@@ -79,15 +71,15 @@ func (s *Server) writeNotModifiedFrom(ctx *fasthttp.RequestCtx, resp *fasthttp.R
 }
 
 // responseNotModified is clientNotModified for an origin response.
-func responseNotModified(ctx *fasthttp.RequestCtx, rp *RequestPolicy, resp *fasthttp.Response) bool {
+func responseNotModified(ctx *fasthttp.RequestCtx, rp *httpcache.RequestPolicy, resp *fasthttp.Response) bool {
 	if !rp.Conditional {
 		return false
 	}
 	var lm, date time.Time
-	if t, ok := httpDate(resp.Header.Peek(fasthttp.HeaderLastModified)); ok {
+	if t, ok := httpcache.ParseDate(resp.Header.Peek(fasthttp.HeaderLastModified)); ok {
 		lm = t
 	}
-	if t, ok := httpDate(resp.Header.Peek(fasthttp.HeaderDate)); ok {
+	if t, ok := httpcache.ParseDate(resp.Header.Peek(fasthttp.HeaderDate)); ok {
 		date = t
 	}
 	return clientNotModified(&ctx.Request.Header, rp, resp.StatusCode(), resp.Header.Peek(fasthttp.HeaderETag), lm, date)

@@ -51,13 +51,13 @@ var (
 	ErrFillLagged = errors.New("proxy: reader fell behind the fill")
 	// ErrClosed: the Server is closed.
 	ErrClosed = errors.New("proxy: server closed")
-	// ErrPurgeURL: the URL given to Purge does not parse as an absolute
-	// http or https URL.
-	ErrPurgeURL = errors.New("proxy: purge: bad URL")
-	// ErrPurgeTag: a tag given to PurgeTags is empty, longer than
-	// MaxTagLen, or holds a byte no stored tag can hold (see tags.go).
-	ErrPurgeTag = errors.New("proxy: purge: bad tag")
-	// ErrPurgePrefix: the prefix given to PurgePrefix does not parse as an
+	// ErrPurgeURL: the URL given to a purge by URL does not parse as an
 	// absolute http or https URL.
+	ErrPurgeURL = errors.New("proxy: purge: bad URL")
+	// ErrPurgeTag: a tag given to a purge by tag is empty, longer than
+	// maxTagLen, or holds a byte no stored tag can hold (see tags.go).
+	ErrPurgeTag = errors.New("proxy: purge: bad tag")
+	// ErrPurgePrefix: the prefix given to a purge by prefix does not parse
+	// as an absolute http or https URL.
 	ErrPurgePrefix = errors.New("proxy: purge: bad prefix")
 )

@@ -11,7 +11,36 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
+
+// Misses and fills.
+//
+// A miss joins the fill for its key in a sharded in-flight map, or starts one.
+// The fill runs in a goroutine owned by the Server, with its own context
+// (derived from the Server's lifetime, bounded by FillTimeout): a client that
+// leaves does not cancel it. It asks the origin for the whole GET, made
+// conditional on the stored record's validators when it revalidates one (a 304
+// refreshes the record in place, see revalidate.go). When the headers arrive,
+// httpcache.StoreDecision says whether the response may be stored (a varying
+// one under its variant's key); if not (or its Content-Length exceeds
+// MaxObjectSize, or it is a 5xx while a stored response may stand in for it),
+// the response is handed to the leader alone, which streams it through, and
+// every waiter makes its own origin request: a private answer is never shared.
+// Otherwise all of them read the same body as it arrives (read-while-write),
+// with "collapsed" in the waiters' Cache-Status. A request whose fill failed
+// before it answered is answered as for an origin failure (stale if allowed,
+// else 502 or 504); one whose fill fails after has its connection cut.
+//
+// Commit: the body is stored only when it ended with EOF and its length
+// matches the declared Content-Length; the last slice is inserted before the
+// record, so a reader never sees a record whose slices were never written. A
+// truncated or failed body is never recorded (its early slices are orphans
+// that age out; their generation does not match any record), and every client
+// reading it gets an error from the body stream, which makes fasthttp close
+// the connection: short of the declared Content-Length, or a chunked body
+// without its final chunk.
 
 // A fill is one origin fetch shared by every request for its key that
 // arrives while it runs (request coalescing). It is run by its own
@@ -20,7 +49,8 @@ import (
 //
 // Body buffering: the fill keeps a window of FillWindow slice buffers;
 // slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
-// (doubling, up to SliceSize) only as bytes arrive. A completed slice is
+// (doubling, up to SliceSize) only as bytes arrive: no Content-Length sizes
+// an allocation. A completed slice is
 // inserted into the store as soon as the next one starts. Before a slot is
 // reused the fill waits for every reader that still needs its slice: the
 // store may have dropped it (admission), and a reader must not be cut off
@@ -30,9 +60,10 @@ import (
 // back from the store; if the store dropped one it fails with
 // ErrFillLagged and its client sees a closed connection. When the object
 // is not stored (it grew past MaxObjectSize) the wait is unbounded, and the
-// fill stops when no reader is left. Memory per fill is at
-// most FillWindow × (SliceSize + slice header), and at most MaxFills fills
-// run at once.
+// fill stops when no reader is left. Memory per fill is at most
+// FillWindow × (SliceSize + slice header), and at most MaxFills fills run at
+// once (beyond that misses are passed through), so fill memory is at most
+// MaxFills × FillWindow × (SliceSize + 64).
 type fill struct {
 	s    *Server
 	key  []byte // object key the fill runs for (fill map key), owned
@@ -196,7 +227,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	for _, h := range fillDropped {
 		req.Header.DelBytes(h)
 	}
-	req.Header.DelBytes(hdrContentLength)
+	req.Header.DelBytes(httpcache.HeaderContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	f.addValidators(req)
 	s.prepareOriginRequest(req, ctx, o)
@@ -218,7 +249,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 	resp.SetStatusCode(f.obj.Status)
 	writeHeaders(&resp.Header, f.obj.Headers)
 	if f.obj.AgeHeader > 0 {
-		resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
+		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
 	s.finishHeaders(resp, cs)
 	resp.ImmediateHeaderFlush = true
@@ -226,7 +257,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 }
 
 // runFill is the fill goroutine.
-func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp RequestPolicy) {
+func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer s.endFill(f, cancel)
 	resp := fasthttp.AcquireResponse()
@@ -292,9 +323,9 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 // ignored Range enters here too (adoptFill).
 // req is the request sent to the origin (its header selects the variant);
 // the caller keeps ownership of it.
-func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) {
-	var si StoreInfo
-	StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
+	var si httpcache.StoreInfo
+	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
 	s.consumeSurrogate(&resp.Header)
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()
@@ -338,7 +369,7 @@ func (s *Server) fillFailed(ctx context.Context, f *fill, err error) {
 }
 
 // start records the response headers and opens the fill to readers.
-func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime time.Time) {
+func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, respTime time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o := &f.obj
@@ -347,14 +378,14 @@ func (f *fill) start(si *StoreInfo, resp *fasthttp.Response, reqTime, respTime t
 	o.SliceSize = f.s.opts.SliceSize
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (httpcache.ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
 	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
 	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
-		o.Headers = append(o.Headers, headerKV{Key: hdrDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
+		o.Headers = append(o.Headers, headerKV{Key: httpcache.HeaderDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
 	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]

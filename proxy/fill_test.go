@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // gate holds origin responses until released.
@@ -79,7 +81,7 @@ func TestCoalescing(t *testing.T) {
 
 // waiters returns the references held on the fill for path (-1: none).
 func (p *pair) waiters(path string) int {
-	key := BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
 	sh := &p.srv.fills.shards[0]
 	for i := range p.srv.fills.shards {
 		sh = &p.srv.fills.shards[i]
@@ -137,7 +139,7 @@ func TestLargeObjectSlices(t *testing.T) {
 		t.Fatalf("hit body differs (%d bytes)", len(r.Body()))
 	}
 	// A missing slice: the first one makes the request a miss.
-	p.store.Remove(sliceKey(nil, BuildKey(nil, []byte("http"), requestFor("/big"), &p.srv.opts.Key), 0))
+	p.store.Remove(sliceKey(nil, httpcache.BuildKey(nil, []byte("http"), requestFor("/big"), &p.srv.opts.Key), 0))
 	r = p.get("/big")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=miss; stored")
 	if p.hits.Load() != 2 {
@@ -193,7 +195,7 @@ func TestOverMaxObjectSizePassesThrough(t *testing.T) {
 				t.Fatalf("origin saw %d requests, want 2", p.hits.Load())
 			}
 			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
-			if _, _, ok := p.store.Get(metaKey(nil, BuildKey(nil, []byte("http"), requestFor("/huge"), &p.srv.opts.Key)), nil); ok {
+			if _, _, ok := p.store.Get(metaKey(nil, httpcache.BuildKey(nil, []byte("http"), requestFor("/huge"), &p.srv.opts.Key)), nil); ok {
 				t.Fatal("object over MaxObjectSize was stored")
 			}
 		})

@@ -36,7 +36,7 @@ type pair struct {
 	t       *testing.T
 	origin  *httptest.Server
 	hits    atomic.Int64 // origin requests
-	store   *MapStore
+	store   *mapStore
 	srv     *Server
 	http    *fasthttp.Server
 	ln      *fasthttputil.InmemoryListener
@@ -48,7 +48,7 @@ type pair struct {
 
 func newPair(t *testing.T, h http.HandlerFunc, mod func(*Options)) *pair {
 	t.Helper()
-	p := &pair{t: t, store: NewMapStore(), clock: newTestClock(), reg: prometheus.NewRegistry()}
+	p := &pair{t: t, store: newMapStore(), clock: newTestClock(), reg: prometheus.NewRegistry()}
 	p.origin = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.hits.Add(1)
 		h(w, r)

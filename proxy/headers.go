@@ -7,81 +7,22 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
-// Header names, prebuilt so that the hot paths do not convert strings.
-var (
-	hdrAge                 = []byte("Age")
-	hdrAltSvc              = []byte("Alt-Svc")
-	hdrCacheStatus         = []byte("Cache-Status")
-	hdrConnection          = []byte("Connection")
-	hdrContentLength       = []byte("Content-Length")
-	hdrDate                = []byte("Date")
-	hdrSurrogateCapability = []byte(HeaderSurrogateCapability)
-	hdrSurrogateControl    = []byte(HeaderSurrogateControl)
-	hdrKeepAlive           = []byte("Keep-Alive")
-	hdrProxyPrefix         = []byte("Proxy-")
-	hdrTE                  = []byte("TE")
-	hdrTrailer             = []byte("Trailer")
-	hdrTransferEncoding    = []byte("Transfer-Encoding")
-	hdrUpgrade             = []byte("Upgrade")
-	hdrVia                 = []byte("Via")
-	hdrXForwardedFor       = []byte("X-Forwarded-For")
-	hdrXForwardedHost      = []byte("X-Forwarded-Host")
-	hdrXForwardedProto     = []byte("X-Forwarded-Proto")
-
-	// Request headers a shared fill must not forward: the fill answers
-	// many clients, so it asks for the whole, unconditional representation
-	// (issue 6 answers conditionals and ranges from the stored object).
-	fillDropped = [][]byte{
-		[]byte("If-None-Match"), []byte("If-Modified-Since"), []byte("If-Match"),
-		[]byte("If-Unmodified-Since"), []byte("If-Range"), []byte("Range"),
-	}
-)
-
-// hopByHop reports whether the header named key must not be forwarded
-// (RFC 9110 §7.6.1): the fixed hop-by-hop set, any Proxy-* header, and
-// every name listed in the message's Connection header (conn).
-func hopByHop(key, conn []byte) bool {
-	switch {
-	case bytes.EqualFold(key, hdrConnection), bytes.EqualFold(key, hdrKeepAlive),
-		bytes.EqualFold(key, hdrTE), bytes.EqualFold(key, hdrTrailer),
-		bytes.EqualFold(key, hdrTransferEncoding), bytes.EqualFold(key, hdrUpgrade):
-		return true
-	case len(key) >= len(hdrProxyPrefix) && bytes.EqualFold(key[:len(hdrProxyPrefix)], hdrProxyPrefix):
-		return true
-	}
-	return listed(conn, key)
-}
-
-// listed reports whether the comma-separated token list contains name.
-func listed(list, name []byte) bool {
-	for len(list) > 0 {
-		var tok []byte
-		if i := bytes.IndexByte(list, ','); i >= 0 {
-			tok, list = list[:i], list[i+1:]
-		} else {
-			tok, list = list, nil
-		}
-		if bytes.EqualFold(bytes.TrimSpace(tok), name) {
-			return true
-		}
-	}
-	return false
-}
-
-// storedHeader reports whether an origin response header is kept in a
-// stored record (and forwarded on a miss): end-to-end headers except the
-// framing (Content-Length, set from the body), Age (recomputed), and
-// Alt-Svc (a statement about the origin's connection, not the resource).
-func storedHeader(key, conn []byte) bool {
-	return !hopByHop(key, conn) && !bytes.EqualFold(key, hdrContentLength) &&
-		!bytes.EqualFold(key, hdrAge) && !bytes.EqualFold(key, hdrAltSvc)
+// fillDropped are the request headers a shared fill must not forward: the
+// fill answers many clients, so it asks for the whole, unconditional
+// representation; each client's conditionals and ranges are answered
+// from the stored object.
+var fillDropped = [][]byte{
+	httpcache.HeaderIfNoneMatch, httpcache.HeaderIfModifiedSince, httpcache.HeaderIfMatch,
+	httpcache.HeaderIfUnmodifiedSince, httpcache.HeaderIfRange, httpcache.HeaderRange,
 }
 
 // connectionValue returns the Connection header's token list of h, or nil.
 func connectionValue(h *fasthttp.ResponseHeader) []byte {
-	return h.PeekBytes(hdrConnection)
+	return h.PeekBytes(httpcache.HeaderConnection)
 }
 
 // copyResponseHeaders appends the end-to-end headers of src to kvs, with
@@ -91,7 +32,7 @@ func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeade
 	type span struct{ k0, k1, v0, v1 int }
 	spans := make([]span, 0, 16)
 	for k, v := range src.All() {
-		if !storedHeader(k, conn) || len(spans) >= maxStoredHeader {
+		if !httpcache.StoredField(k, conn) || len(spans) >= maxStoredHeader {
 			continue
 		}
 		sp := span{k0: len(buf)}
@@ -112,10 +53,10 @@ func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeade
 // o.HostHeader, X-Forwarded-* and Via added.
 func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
 	h := &dst.Header
-	conn := h.PeekBytes(hdrConnection)
+	conn := h.PeekBytes(httpcache.HeaderConnection)
 	var drop [][]byte
 	for k := range h.All() {
-		if hopByHop(k, conn) {
+		if httpcache.HopByHop(k, conn) {
 			drop = append(drop, append([]byte(nil), k...))
 		}
 	}
@@ -124,21 +65,21 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	}
 	h.ResetConnectionClose()
 	clientHost := ctx.Request.Header.Host()
-	h.SetBytesKV(hdrXForwardedHost, clientHost)
+	h.SetBytesKV(httpcache.HeaderXForwardedHost, clientHost)
 	if ctx.IsTLS() {
-		h.SetBytesKV(hdrXForwardedProto, []byte("https"))
+		h.SetBytesKV(httpcache.HeaderXForwardedProto, []byte("https"))
 	} else {
-		h.SetBytesKV(hdrXForwardedProto, []byte("http"))
+		h.SetBytesKV(httpcache.HeaderXForwardedProto, []byte("http"))
 	}
 	ip := ctx.RemoteIP().String()
-	if prior := h.PeekBytes(hdrXForwardedFor); len(prior) > 0 {
-		h.SetBytesKV(hdrXForwardedFor, append(append(append([]byte(nil), prior...), ", "...), ip...))
+	if prior := h.PeekBytes(httpcache.HeaderXForwardedFor); len(prior) > 0 {
+		h.SetBytesKV(httpcache.HeaderXForwardedFor, append(append(append([]byte(nil), prior...), ", "...), ip...))
 	} else {
-		h.SetBytesKV(hdrXForwardedFor, []byte(ip))
+		h.SetBytesKV(httpcache.HeaderXForwardedFor, []byte(ip))
 	}
-	h.AddBytesKV(hdrVia, s.via)
-	if !s.opts.Policy.IgnoreSurrogateControl && len(s.opts.Policy.surrogateCap) > 0 {
-		h.AddBytesKV(hdrSurrogateCapability, s.opts.Policy.surrogateCap)
+	h.AddBytesKV(httpcache.HeaderVia, s.via)
+	if sc := s.opts.Policy.SurrogateCapability(); !s.opts.Policy.IgnoreSurrogateControl && len(sc) > 0 {
+		h.AddBytesKV(httpcache.HeaderSurrogateCapability, sc)
 	}
 	if o.opts.HostHeader == HostOrigin {
 		h.SetHostBytes(o.hostHeader)
@@ -227,7 +168,7 @@ func installDate(h *fasthttp.ResponseHeader, date []byte) {
 // storedDate returns the value of the Date field among kvs, or nil.
 func storedDate(kvs []headerKV) []byte {
 	for _, kv := range kvs {
-		if bytes.EqualFold(kv.Key, hdrDate) {
+		if bytes.EqualFold(kv.Key, httpcache.HeaderDate) {
 			return kv.Value
 		}
 	}
@@ -235,10 +176,11 @@ func storedDate(kvs []headerKV) []byte {
 }
 
 // consumeSurrogate removes Surrogate-Control from an origin response once
-// StoreDecision has read it: it is addressed to surrogates, and strata is
-// the one that acts on it (surrogate.go). Kept when IgnoreSurrogateControl.
+// httpcache.StoreDecision has read it: it is addressed to surrogates, and
+// strata is the one that acts on it (httpcache's surrogate.go). Kept when
+// IgnoreSurrogateControl.
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
 	if !s.opts.Policy.IgnoreSurrogateControl {
-		h.DelBytes(hdrSurrogateControl)
+		h.DelBytes(httpcache.HeaderSurrogateControl)
 	}
 }

@@ -71,7 +71,7 @@ func TestHostRouting(t *testing.T) {
 		hostB = r.Host
 		cacheable("from B")(w, r)
 	}, nil)
-	srv, err := New(NewMapStore(), Options{Origins: []OriginOptions{
+	srv, err := New(newMapStore(), Options{Origins: []OriginOptions{
 		{URL: p.origin.URL, Default: true},
 		{URL: b.origin.URL, Hosts: []string{"B.example"}, HostHeader: HostOrigin},
 	}})

@@ -5,15 +5,17 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Invalidation (RFC 9111 §4.4). A request with an unsafe method (anything
 // but GET, HEAD, OPTIONS, TRACE: POST, PUT, DELETE, PATCH and unknown
 // methods) is passed to the origin; when the answer is not an error (2xx,
-// 3xx: Invalidates), the stored responses for the target URI are removed,
-// and those for the URIs in Location and Content-Location when they have
-// the request's origin (same scheme, host and port: a response must not be
-// able to evict another site's objects). Removal takes the record, its
+// 3xx: httpcache.Invalidates), the stored responses for the target URI are
+// removed, and those for the URIs in Location and Content-Location when
+// they have the request's origin (same scheme, host and port: a response
+// must not be able to evict another site's objects). Removal takes the record, its
 // slices and, for a URL with variants, every listed variant and the index
 // (removeObject); the store's Remove reaches the disk tier (the hybrid
 // cache writes a tombstone). A fill in flight for the URL may still commit
@@ -22,14 +24,14 @@ import (
 // invalidateUnsafe applies §4.4 after the origin answered resp to the
 // client request in ctx.
 func (s *Server) invalidateUnsafe(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
-	if !Invalidates(ctx.Method(), resp.StatusCode()) {
+	if !httpcache.Invalidates(ctx.Method(), resp.StatusCode()) {
 		return
 	}
 	scheme := "http"
 	if ctx.IsTLS() {
 		scheme = "https"
 	}
-	s.removeObject(BuildKey(nil, []byte(scheme), &ctx.Request, &s.opts.Key))
+	s.removeObject(httpcache.BuildKey(nil, []byte(scheme), &ctx.Request, &s.opts.Key))
 	base, err := url.Parse(scheme + "://" + string(ctx.Request.Header.Host()) + string(ctx.Request.Header.RequestURI()))
 	if err != nil || base.Host == "" {
 		return
@@ -53,7 +55,7 @@ func (s *Server) invalidateRef(ctx *fasthttp.RequestCtx, base *url.URL, ref stri
 	ctx.Request.Header.CopyTo(&req.Header) // the key's IncludeHeaders come from this request
 	req.Header.SetHost(u.Host)
 	req.Header.SetRequestURI(u.RequestURI())
-	s.removeObject(BuildKey(nil, []byte(u.Scheme), req, &s.opts.Key))
+	s.removeObject(httpcache.BuildKey(nil, []byte(u.Scheme), req, &s.opts.Key))
 }
 
 // sameOrigin compares scheme, host and port (defaults filled in).

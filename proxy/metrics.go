@@ -31,7 +31,7 @@ type metrics struct {
 	cutShort       prometheus.Counter
 	fillLagged     prometheus.Counter
 	// backgroundRevalidations counts revalidations started behind a
-	// stale-while-revalidate or grace hit (issue 6).
+	// stale-while-revalidate or grace hit.
 	backgroundRevalidations prometheus.Counter
 	fillDetached            prometheus.Counter
 	fillsOverLimit          prometheus.Counter

@@ -8,6 +8,19 @@ import (
 	"time"
 )
 
+// Stored format.
+//
+// An object is a record under metaKey(key) = 'm'|key: versioned, with status,
+// end-to-end headers (hop-by-hop, Connection-listed, Content-Length, Age and
+// Alt-Svc removed), request/response times, Date, Expires, Last-Modified, the
+// origin's Age, lifetime, stale windows, ETag, Vary and secondary (variant)
+// key, flags (must-revalidate, heuristic, inline, no-cache), body length,
+// slice size, a random generation, the body inline when it fits one slice, and
+// a CRC-32C of everything but the body. Larger bodies are slices under
+// sliceKey(key, i) = 's'|key|i|len(key), each with a header (version,
+// generation, index, length, CRC-32C of the header) checked before a byte is
+// served.
+
 // The stored record of an object (one Store entry under metaKey):
 //
 //	magic "STO" | version u8 | flags u8 | status u16 | gen u64 | sliceSize u32 |
@@ -22,13 +35,15 @@ import (
 // every length against what remains, so hostile bytes give ErrCorrupt,
 // never a panic or an allocation sized by the input.
 //
-// The CRC covers the metadata only (version 2; version 1 covered the
-// inline body too). The bytes of a body are checked where they can go bad:
-// the hybrid cache verifies every entry it reads back from disk against
-// its own checksum, and the memory tier is trusted. Checking them again
-// here cost 8-24% of the CPU of large hits (issue 7). A record of another
-// version decodes as errRecordVersion, a miss, and is never served: the
-// fill that follows overwrites it.
+// The CRC covers the metadata only (version 2; version 1 covered the inline
+// body too). The bytes of a body are checked where they can go bad: the hybrid
+// cache verifies every entry it reads back from disk against its own checksum,
+// and the memory tier is trusted (a store without such a check, as mapStore,
+// gets none). Checking them again here cost 8-24% of the CPU of large hits in
+// the peer benchmark (bench/peerbench: 256 KiB hits, 64 KiB objects in a
+// working set four times the memory tier, a 256 MiB object streamed). A record
+// of another version decodes as errRecordVersion, a miss, and is never served:
+// the fill that follows overwrites it.
 const (
 	objectVersion   = 2
 	objectFixedLen  = 3 + 1 + 1 + 2 + 8 + 4 + 8 + 5*8 + 4*8
@@ -51,12 +66,12 @@ const (
 	flagMustRevalidate = 1 << iota
 	flagHeuristic
 	flagInline
-	// flagPartial: the record was built from a 206 (issue 6): any of its
-	// slices may be missing and is then fetched from the origin with a
-	// Range request. Such a record never holds its body inline. Decoders
+	// flagPartial: the record was built from a 206 (partial caching): any
+	// of its slices may be missing and is then fetched from the origin
+	// with a Range request. Such a record never holds its body inline. Decoders
 	// before this flag refuse it (unknown flag bits), cleanly.
 	flagPartial
-	flagNoCache // response no-cache: every use revalidates (issue 6)
+	flagNoCache // response no-cache: every use revalidates
 )
 
 type headerKV struct{ Key, Value []byte }

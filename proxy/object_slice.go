@@ -13,7 +13,9 @@ import (
 //
 // gen ties the slice to the record that lists it: slices left by an
 // older or failed fill of the same key never mix into a response.
-// (Issue 6 range fills write slices of an existing record's gen.)
+// (A slice fetch for a Range request writes its slices under the gen of
+// the stored record it completes when their validators match: see
+// adoptRecord.)
 //
 // Since version 2 the CRC covers the header, not the data: the data's
 // bytes are checked where they can go bad, by the hybrid cache's own

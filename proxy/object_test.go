@@ -169,7 +169,8 @@ func FuzzDecodeSlice(f *testing.F) {
 	})
 }
 
-// BenchmarkDecodeObject: a 256 KiB inline record (issue 7's scenario 2);
+// BenchmarkDecodeObject: a 256 KiB inline record (the peer benchmark's
+// 256 KiB hits);
 // version 2 checksums its metadata only.
 func BenchmarkDecodeObject(b *testing.B) {
 	o := sampleObject(256 << 10)

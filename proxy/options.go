@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Host header modes of OriginOptions.HostHeader.
@@ -17,6 +19,13 @@ const (
 	// HostOrigin sends the origin's own host (object stores, virtual hosts).
 	HostOrigin = "origin"
 )
+
+// PolicyOptions configure the HTTP caching rules (RFC 9111); see
+// httpcache.PolicyOptions for each field and its default.
+type PolicyOptions = httpcache.PolicyOptions
+
+// KeyOptions shape the primary cache key; see httpcache.KeyOptions.
+type KeyOptions = httpcache.KeyOptions
 
 // OriginOptions describe one origin server.
 type OriginOptions struct {

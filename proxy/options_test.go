@@ -33,7 +33,7 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("missing problem %q in:\n%v", want, err)
 		}
 	}
-	if _, err := New(NewMapStore(), Options{}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := New(newMapStore(), Options{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("New without origins: %v", err)
 	}
 }

@@ -10,6 +10,21 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// Origin errors.
+//
+// Origin silent past ResponseTimeout 504 (the timeout applies to the headers
+// and to each body read, see progressConn); an origin that keeps sending,
+// slowly, is stopped by FillTimeout; mid-body, either cuts the client's
+// connection and counts as a timeout. Every other origin failure before the
+// body is 502 with a text naming it: unreachable (connect failed, or the
+// connection ended before a response), a header block over
+// OriginOptions.MaxHeaderBytes, a repeated or non-numeric Content-Length, too
+// many 1xx responses, a malformed header, a framing strata cannot read
+// (originFaults). Only unreachable is retried, once: a response the origin did
+// send would come the same way again. Each failure is counted under its kind
+// in strata_origin_errors_total. None of these, nor 4xx/5xx answers without
+// explicit freshness, are stored.
+
 // originFault is one way an origin request fails: the error it is
 // reported as, its label in strata_origin_errors_total and the status a
 // client gets when nothing of the response was sent yet (STYLE rule 8:

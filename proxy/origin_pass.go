@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // pass forwards the request to o and streams the answer back, storing
@@ -34,11 +36,11 @@ func (s *Server) pass(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus) {
 func (s *Server) writePass(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs cacheStatus) {
 	out := &ctx.Response
 	out.SetStatusCode(resp.StatusCode())
-	installDate(&out.Header, resp.Header.PeekBytes(hdrDate))
+	installDate(&out.Header, resp.Header.PeekBytes(httpcache.HeaderDate))
 	s.consumeSurrogate(&resp.Header)
 	conn := connectionValue(&resp.Header)
 	for k, v := range resp.Header.All() {
-		if storedHeader(k, conn) || (len(k) == 3 && string(k) == "Age") {
+		if httpcache.StoredField(k, conn) || (len(k) == 3 && string(k) == "Age") {
 			out.Header.AddBytesKV(k, v)
 		}
 	}

@@ -5,7 +5,28 @@ import (
 	"fmt"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
+
+// Sliced bodies: whole or not at all.
+//
+// A 200 promises Content-Length, so a sliced body is settled before its status
+// line (sliceSource.prepare). An object that is a 200 with a strong validator
+// has every slice the response covers probed in the store (Store.Contains, no
+// copy); the first missing one is fetched from the origin with a Range request
+// whose answer must name the record's validator, size and slice size, else the
+// request is a miss. A slice lost while the body streams (evicted, or found
+// damaged when read) is fetched the same way. Any other object cannot have a
+// slice fetched again, so every slice the response covers is read into buffers
+// of its own first (up to FillWindow slices, within MaxStreamBytes) and one
+// missing makes the request a miss. What remains: an origin that fails or
+// changes while a lost slice is fetched mid-body, and a slice lost after the
+// probe of a body without a validator too large to read first; that response
+// ends short (counted in strata_responses_cut_short_total) and fasthttp closes
+// the connection. Fetching such an object whole again on every hit would cost
+// more than the rare cut.
 
 var (
 	// errRangeIgnored: a slice fetch found the origin answering 200 to a
@@ -88,13 +109,13 @@ func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error 
 // fetchRequest builds the template of the Range requests slice fetches
 // send for this client request: the client's headers, minus conditionals
 // and Range, as a GET prepared for o.
-func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPolicy) fetchReq {
+func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *httpcache.RequestPolicy) fetchReq {
 	req := fasthttp.AcquireRequest()
 	ctx.Request.Header.CopyTo(&req.Header)
 	for _, h := range fillDropped {
 		req.Header.DelBytes(h)
 	}
-	req.Header.DelBytes(hdrContentLength)
+	req.Header.DelBytes(httpcache.HeaderContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	s.prepareOriginRequest(req, ctx, o)
 	return fetchReq{o: o, tmpl: req, rp: *rp}
@@ -106,7 +127,7 @@ func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *RequestPo
 // cover and makes the first one missing from the store readable (a fetch
 // started and its answer checked). An error means the response cannot be
 // promised: the request is a miss (or, for an origin failure, a 502/504).
-func (r *sliceSource) prepare(rs []ByteRange) error {
+func (r *sliceSource) prepare(rs []byterange.Range) error {
 	if !r.fetchable {
 		if err := r.lease(rs); err != errLeaseBudget {
 			return err
@@ -124,7 +145,7 @@ func (r *sliceSource) prepare(rs []ByteRange) error {
 
 // firstMissing returns the first slice the ranges rs cover that the store
 // does not hold, with the end of its range.
-func (r *sliceSource) firstMissing(rs []ByteRange) (idx int, end int64, ok bool) {
+func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok bool) {
 	sz := int64(r.obj.SliceSize)
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
@@ -140,7 +161,7 @@ func (r *sliceSource) firstMissing(rs []ByteRange) (idx int, end int64, ok bool)
 // lease reads every slice the ranges rs cover into slabs of r's own:
 // errLeaseBudget (nothing done) when they are more than FillWindow slices
 // or would pass MaxStreamBytes, errSliceMissing when one is not there.
-func (r *sliceSource) lease(rs []ByteRange) error {
+func (r *sliceSource) lease(rs []byterange.Range) error {
 	sz := int64(r.obj.SliceSize)
 	var n int64
 	for _, rg := range rs {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
 // rangeOrigin serves a versioned generated object with net/http's
@@ -121,7 +124,7 @@ func TestRangeOnStoredObject(t *testing.T) {
 			if resp.StatusCode() != 206 {
 				t.Fatalf("multi: %d", resp.StatusCode())
 			}
-			rs := []ByteRange{{0, 0}, {500, 599}, {int64(size) - 10, int64(size) - 1}}
+			rs := []byterange.Range{{Start: 0, End: 0}, {Start: 500, End: 599}, {Start: int64(size) - 10, End: int64(size) - 1}}
 			checkMultipart(t, resp.Body(), string(resp.Header.ContentType()), want, rs)
 			if cl := resp.Header.ContentLength(); cl != len(resp.Body()) {
 				t.Errorf("Content-Length %d, body %d", cl, len(resp.Body()))
@@ -136,7 +139,7 @@ func TestRangeOnStoredObject(t *testing.T) {
 			releaseResp(resp)
 			for _, kv := range [][]string{
 				{"Range", "bytes=5-1"},
-				{"Range", "bytes=" + manyRanges(MaxRanges+1)},
+				{"Range", "bytes=" + manyRanges(byterange.MaxSpecs+1)},
 				{"Range", "bytes=0-1", "If-Range", `"v9"`},
 			} {
 				resp = p.get("/obj", kv...)
@@ -307,7 +310,7 @@ func TestPartialCoalescing(t *testing.T) {
 // fetchRefs returns the references held on the slice fetch in flight for
 // slice i of path (-1: none).
 func (p *pair) fetchRefs(path string, i int) int {
-	key := BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
 	var kb [256]byte
 	k := sliceKey(kb[:0], key, i)
 	sh := p.srv.fetches.shard(k)
@@ -366,7 +369,7 @@ func TestRangeMissingSliceRefetched(t *testing.T) {
 	// map; a range request joining it would not reach the origin.
 	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
 	ro.takeRanges()
-	key := BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
 	p.store.Remove(sliceKey(nil, key, 2))
 	getRange(t, p, "140000-140099", want)
 	if got := ro.takeRanges(); fmt.Sprint(got) != fmt.Sprintf("[bytes=%d-%d]", 2*testSlice, 3*testSlice-1) {

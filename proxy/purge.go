@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // PurgeOptions bound purging by tag and by prefix (see purgeTable and
@@ -75,11 +77,11 @@ func (s *Server) purged(o *object, key []byte) bool {
 // recordTags indexes a committed record's tags (fill commit calls it).
 func (s *Server) recordTags(key []byte, o *object) { s.purges.index.record(key, o.Headers) }
 
-// Purge removes the stored object for rawURL (absolute http or https URL,
+// purge removes the stored object for rawURL (absolute http or https URL,
 // keyed as a GET for it would be), its record and, when the record
 // decodes, its slices. It reports whether a record was found. A fill in
 // flight for the URL still commits.
-func (s *Server) Purge(rawURL string) (bool, error) {
+func (s *Server) purge(rawURL string) (bool, error) {
 	u, err := parsePurgeURL(rawURL)
 	if err != nil {
 		return false, err
@@ -102,20 +104,20 @@ func urlKey(u *url.URL, ko *KeyOptions) []byte {
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetHost(u.Host)
 	req.Header.SetRequestURI(u.RequestURI())
-	return BuildKey(nil, []byte(u.Scheme), req, ko)
+	return httpcache.BuildKey(nil, []byte(u.Scheme), req, ko)
 }
 
 // removeObject (invalidate.go) removes an object: record, slices, and a
 // variant index's variants.
 
-// PurgeTags hides every stored object whose response carried one of
+// purgeTags hides every stored object whose response carried one of
 // tags (Surrogate-Key or Cache-Tag) and was requested from the origin
 // before now, and removes from the store those the tag index knows. It
 // returns how many objects it removed (the hidden ones are not counted:
 // they are not enumerated). The purge is persisted before it returns
 // when PurgeOptions.StateFile is set; a write error is logged and
 // returned, the purge holds in memory anyway.
-func (s *Server) PurgeTags(tags []string) (removed int, err error) {
+func (s *Server) purgeTags(tags []string) (removed int, err error) {
 	for _, t := range tags {
 		if !validTag([]byte(t)) {
 			return 0, fmt.Errorf("%w: %q", ErrPurgeTag, t)
@@ -132,13 +134,13 @@ func (s *Server) PurgeTags(tags []string) (removed int, err error) {
 	return removed, err
 }
 
-// PurgePrefix hides every stored object whose URL starts with rawPrefix
+// purgePrefix hides every stored object whose URL starts with rawPrefix
 // (absolute http or https URL; the scheme and host must be whole, the path
 // may end anywhere: "https://example.com/img/" or "http://example.com")
 // and that was requested before now. Objects are hidden, not removed: no
 // index of every key is kept; they age out of the store. Persisted as
-// PurgeTags is.
-func (s *Server) PurgePrefix(rawPrefix string) error {
+// purgeTags is.
+func (s *Server) purgePrefix(rawPrefix string) error {
 	u, err := parsePurgeURL(rawPrefix)
 	if err != nil {
 		return fmt.Errorf("%w: %q", ErrPurgePrefix, rawPrefix)

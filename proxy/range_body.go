@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"strata/proxy/internal/byterange"
 )
 
 // rangeSource gives the bytes of one representation by offset. readAt is
@@ -27,7 +29,7 @@ type rangeSource interface {
 // which makes fasthttp close the connection short of Content-Length.
 type rangeBody struct {
 	src      rangeSource
-	ranges   []ByteRange
+	ranges   []byterange.Range
 	multi    bool
 	boundary []byte
 	ctype    []byte
@@ -42,9 +44,9 @@ type rangeBody struct {
 }
 
 // rangeLength is the Content-Length of a rangeBody.
-func rangeLength(ranges []ByteRange, multi bool, boundary, ctype []byte, size int64) int64 {
+func rangeLength(ranges []byterange.Range, multi bool, boundary, ctype []byte, size int64) int64 {
 	if multi {
-		return MultipartLength(ranges, boundary, ctype, size)
+		return byterange.MultipartLength(ranges, boundary, ctype, size)
 	}
 	var n int64
 	for _, r := range ranges {
@@ -133,7 +135,7 @@ func (b *rangeBody) next(p []byte, lend bool) ([]byte, error) {
 		if b.i == len(b.ranges) {
 			if b.multi && !b.ended {
 				b.ended = true
-				b.frame = AppendPartsEnd(b.frame[:0], b.boundary)
+				b.frame = byterange.AppendPartsEnd(b.frame[:0], b.boundary)
 				b.pend = b.frame
 				continue
 			}
@@ -143,7 +145,7 @@ func (b *rangeBody) next(p []byte, lend bool) ([]byte, error) {
 		if !b.opened {
 			b.opened, b.pos = true, r.Start
 			if b.multi {
-				b.frame = AppendPartHeader(b.frame[:0], b.i == 0, b.boundary, b.ctype, r, b.size)
+				b.frame = byterange.AppendPartHeader(b.frame[:0], b.i == 0, b.boundary, b.ctype, r, b.size)
 				b.pend = b.frame
 				continue
 			}

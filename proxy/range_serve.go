@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
 )
 
-// Ranges (issue 6). A GET or HEAD with a Range field is answered from
+// Ranges (RFC 9110 §14). A GET or HEAD with a Range field is answered from
 // whatever holds the representation:
 //
 //   - a stored record (serveRanged): an inline body is cut in memory; a
@@ -28,10 +31,9 @@ import (
 // rangesFor decides the status: 206 (one range → Content-Range; several →
 // multipart/byteranges), 416 with "Content-Range: bytes */size" when no
 // range is satisfiable, and 200 (the whole representation) when Range is
-// malformed, has more than MaxRanges specs, or If-Range does not hold.
-// A partial record without a Range is served whole (200) the same way.
-
-var hdrRange = []byte("Range")
+// malformed, has more than byterange.MaxSpecs specs, or If-Range does not
+// hold. A partial record without a Range is served whole (200) the same
+// way.
 
 type rangeOutcome uint8
 
@@ -43,14 +45,14 @@ const (
 
 // rangesFor returns the ranges to send of a representation of size bytes
 // and the status: 206 (with the ranges), 416, or 200 (nil: all of it).
-func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]ByteRange, int) {
-	v := h.PeekBytes(hdrRange)
-	if len(v) > 0 && IfRange(h, etag, lm, date) {
-		rs, err := ParseRange(nil, v, size)
+func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time.Time) ([]byterange.Range, int) {
+	v := h.PeekBytes(httpcache.HeaderRange)
+	if len(v) > 0 && httpcache.IfRange(h, etag, lm, date) {
+		rs, err := byterange.Parse(nil, v, size)
 		switch {
 		case err == nil:
 			return rs, fasthttp.StatusPartialContent
-		case errors.Is(err, ErrUnsatisfiableRange):
+		case errors.Is(err, byterange.ErrUnsatisfiable):
 			return nil, fasthttp.StatusRequestedRangeNotSatisfiable
 		}
 	}
@@ -90,7 +92,7 @@ func ageSecs(age time.Duration) int64 { return int64(max(age, 0) / time.Second) 
 // returns false when the request should take the ordinary miss path
 // (no Range, malformed Range, too many fills, closing).
 func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) bool {
-	v := ctx.Request.Header.PeekBytes(hdrRange)
+	v := ctx.Request.Header.PeekBytes(httpcache.HeaderRange)
 	if len(v) == 0 || s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
 		return false
 	}
@@ -156,7 +158,7 @@ func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchRe
 		s.writeUnsatisfied(ctx, o.BodyLen, cs)
 		return
 	}
-	age := CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(o.AgeHeader, o.Date, o.RequestTime, o.ResponseTime, s.opts.Now())
 	s.writeRanges(ctx, o.Headers, fasthttp.AppendUint(nil, int(ageSecs(age))), code, &b.rangeBody, b, true, cs)
 }
 
@@ -206,7 +208,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 // of its first range (exclusive), before the size is known. A suffix
 // range ("-500") needs the size: the probe is then the first slice.
 func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
-	rs, err := ParseRange(nil, v, math.MaxInt64)
+	rs, err := byterange.Parse(nil, v, math.MaxInt64)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -221,7 +223,7 @@ func rangeProbe(v []byte, sz int64) (start, end int64, ok bool) {
 func (s *Server) writeUnsatisfied(ctx *fasthttp.RequestCtx, size int64, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
-	resp.Header.SetBytesKV(hdrContentRange, AppendUnsatisfiedRange(nil, size))
+	resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendUnsatisfied(nil, size))
 	s.finishHeaders(resp, cs)
 	resp.SetBody(nil)
 }
@@ -235,11 +237,11 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []by
 	resp := &ctx.Response
 	resp.SetStatusCode(code)
 	writeHeaders(&resp.Header, hdrs)
-	resp.Header.SetBytesKV(hdrAge, age)
+	resp.Header.SetBytesKV(httpcache.HeaderAge, age)
 	rs := b.ranges
 	switch {
 	case code == fasthttp.StatusPartialContent && len(rs) == 1:
-		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], b.size))
+		resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendContentRange(nil, rs[0], b.size))
 	case code == fasthttp.StatusPartialContent:
 		b.multi = true
 		b.ctype = storedContentType(hdrs)
@@ -252,13 +254,13 @@ func (s *Server) writeRanges(ctx *fasthttp.RequestCtx, hdrs []headerKV, age []by
 }
 
 // writeInlineRanges answers ranges of an inline body, copied now.
-func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []ByteRange, age time.Duration, cs cacheStatus) {
+func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []byterange.Range, age time.Duration, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.SetStatusCode(fasthttp.StatusPartialContent)
 	writeHeaders(&resp.Header, o.Headers)
-	resp.Header.SetBytesKV(hdrAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
+	resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(ageSecs(age))))
 	if len(rs) == 1 {
-		resp.Header.SetBytesKV(hdrContentRange, AppendContentRange(nil, rs[0], o.BodyLen))
+		resp.Header.SetBytesKV(httpcache.HeaderContentRange, byterange.AppendContentRange(nil, rs[0], o.BodyLen))
 		resp.SetBody(o.Body[rs[0].Start : rs[0].End+1])
 	} else {
 		ctype := storedContentType(o.Headers)
@@ -266,10 +268,10 @@ func (s *Server) writeInlineRanges(ctx *fasthttp.RequestCtx, o *object, rs []Byt
 		resp.Header.SetContentTypeBytes(append([]byte("multipart/byteranges; boundary="), boundary...))
 		var body []byte
 		for i, r := range rs {
-			body = AppendPartHeader(body, i == 0, boundary, ctype, r, o.BodyLen)
+			body = byterange.AppendPartHeader(body, i == 0, boundary, ctype, r, o.BodyLen)
 			body = append(body, o.Body[r.Start:r.End+1]...)
 		}
-		resp.SetBody(AppendPartsEnd(body, boundary))
+		resp.SetBody(byterange.AppendPartsEnd(body, boundary))
 	}
 	s.finishHeaders(resp, cs)
 	if !ctx.IsHead() {
@@ -289,12 +291,10 @@ func newBoundary() []byte {
 	return []byte("strata-" + hex.EncodeToString(b[:]))
 }
 
-var hdrContentType = []byte("Content-Type")
-
 // storedContentType returns a copy of the Content-Type among hdrs, or nil.
 func storedContentType(hdrs []headerKV) []byte {
 	for _, h := range hdrs {
-		if bytes.EqualFold(h.Key, hdrContentType) {
+		if bytes.EqualFold(h.Key, httpcache.HeaderContentType) {
 			return append([]byte(nil), h.Value...)
 		}
 	}

@@ -11,33 +11,35 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
 )
 
 func TestRangesFor(t *testing.T) {
 	lm := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	date := lm.Add(time.Hour)
 	etag := []byte(`"abc"`)
-	all := []ByteRange{{0, 999}}
+	all := []byterange.Range{{Start: 0, End: 999}}
 	for _, tc := range []struct {
 		name    string
 		kv      []string
-		want    []ByteRange
+		want    []byterange.Range
 		code    int
 		size    int64
 		wantNil bool
 	}{
 		{"none", nil, all, 200, 1000, false},
-		{"single", []string{"Range", "bytes=10-19"}, []ByteRange{{10, 19}}, 206, 1000, false},
-		{"suffix", []string{"Range", "bytes=-10"}, []ByteRange{{990, 999}}, 206, 1000, false},
-		{"multi", []string{"Range", "bytes=0-0,500-"}, []ByteRange{{0, 0}, {500, 999}}, 206, 1000, false},
+		{"single", []string{"Range", "bytes=10-19"}, []byterange.Range{{Start: 10, End: 19}}, 206, 1000, false},
+		{"suffix", []string{"Range", "bytes=-10"}, []byterange.Range{{Start: 990, End: 999}}, 206, 1000, false},
+		{"multi", []string{"Range", "bytes=0-0,500-"}, []byterange.Range{{Start: 0, End: 0}, {Start: 500, End: 999}}, 206, 1000, false},
 		{"unsatisfiable", []string{"Range", "bytes=1000-"}, nil, 416, 1000, true},
 		{"malformed", []string{"Range", "bytes=x-1"}, all, 200, 1000, false},
 		{"unit", []string{"Range", "items=0-1"}, all, 200, 1000, false},
-		{"too many", []string{"Range", "bytes=" + manyRanges(MaxRanges+1)}, all, 200, 1000, false},
-		{"if-range etag", []string{"Range", "bytes=1-2", "If-Range", `"abc"`}, []ByteRange{{1, 2}}, 206, 1000, false},
+		{"too many", []string{"Range", "bytes=" + manyRanges(byterange.MaxSpecs+1)}, all, 200, 1000, false},
+		{"if-range etag", []string{"Range", "bytes=1-2", "If-Range", `"abc"`}, []byterange.Range{{Start: 1, End: 2}}, 206, 1000, false},
 		{"if-range other etag", []string{"Range", "bytes=1-2", "If-Range", `"zzz"`}, all, 200, 1000, false},
 		{"if-range weak", []string{"Range", "bytes=1-2", "If-Range", `W/"abc"`}, all, 200, 1000, false},
-		{"if-range date", []string{"Range", "bytes=1-2", "If-Range", lm.Format(http.TimeFormat)}, []ByteRange{{1, 2}}, 206, 1000, false},
+		{"if-range date", []string{"Range", "bytes=1-2", "If-Range", lm.Format(http.TimeFormat)}, []byterange.Range{{Start: 1, End: 2}}, 206, 1000, false},
 		{"if-range later date", []string{"Range", "bytes=1-2", "If-Range", date.Format(http.TimeFormat)}, all, 200, 1000, false},
 		{"empty representation", []string{"Range", "bytes=0-"}, nil, 416, 0, true},
 		{"empty no range", nil, nil, 200, 0, true},
@@ -72,7 +74,7 @@ func manyRanges(n int) string {
 	return string(b)
 }
 
-func equalRanges(a, b []ByteRange) bool {
+func equalRanges(a, b []byterange.Range) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -82,51 +84,6 @@ func equalRanges(a, b []ByteRange) bool {
 		}
 	}
 	return true
-}
-
-func TestParseContentRange(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		a, b, n int64
-		ok      bool
-	}{
-		{"bytes 0-99/1000", 0, 99, 1000, true},
-		{" bytes 5-5/6 ", 5, 5, 6, true},
-		{"BYTES 0-0/1", 0, 0, 1, true},
-		{"bytes 0-99/*", 0, 0, 0, false},
-		{"bytes */1000", 0, 0, 0, false},
-		{"bytes 9-1/1000", 0, 0, 0, false},
-		{"bytes 0-1000/1000", 0, 0, 0, false},
-		{"bytes=0-1/2", 0, 0, 0, false},
-		{"bytes 0-1", 0, 0, 0, false},
-		{"bytes -1/2", 0, 0, 0, false},
-		{"", 0, 0, 0, false},
-		{"bytes 0-1/99999999999999999999999", 0, 0, 0, false},
-	} {
-		a, b, n, ok := parseContentRange([]byte(tc.in))
-		if ok != tc.ok || (ok && (a != tc.a || b != tc.b || n != tc.n)) {
-			t.Errorf("%q: got %d %d %d %v", tc.in, a, b, n, ok)
-		}
-	}
-}
-
-func FuzzParseContentRange(f *testing.F) {
-	for _, s := range []string{"bytes 0-99/1000", "bytes */5", "bytes 1-0/2", "bytes 0-1/*"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		a, l, n, ok := parseContentRange(b)
-		if ok && !(0 <= a && a <= l && l < n) {
-			t.Fatalf("%q: accepted %d-%d/%d", b, a, l, n)
-		}
-		if ok && string(b) != "" {
-			again := AppendContentRange(nil, ByteRange{a, l}, n)
-			a2, l2, n2, ok2 := parseContentRange(again)
-			if !ok2 || a2 != a || l2 != l || n2 != n {
-				t.Fatalf("%q: round trip %q", b, again)
-			}
-		}
-	})
 }
 
 func TestRangeProbe(t *testing.T) {
@@ -216,22 +173,22 @@ func (m *memSource) close() {}
 func TestRangeBodyMultipart(t *testing.T) {
 	content := bigBody(10000)
 	for _, tc := range []struct {
-		ranges []ByteRange
+		ranges []byterange.Range
 		ctype  string
 		multi  bool
 	}{
-		{[]ByteRange{{0, 9}}, "", false},
-		{[]ByteRange{{0, 9}, {100, 100}, {9990, 9999}}, "text/plain", true},
-		{[]ByteRange{{5, 5000}, {6000, 9999}}, "", true},
+		{[]byterange.Range{{Start: 0, End: 9}}, "", false},
+		{[]byterange.Range{{Start: 0, End: 9}, {Start: 100, End: 100}, {Start: 9990, End: 9999}}, "text/plain", true},
+		{[]byterange.Range{{Start: 5, End: 5000}, {Start: 6000, End: 9999}}, "", true},
 	} {
 		boundary := []byte("strata-0123456789abcdef")
 		var want []byte
 		if tc.multi {
 			for i, r := range tc.ranges {
-				want = AppendPartHeader(want, i == 0, boundary, []byte(tc.ctype), r, int64(len(content)))
+				want = byterange.AppendPartHeader(want, i == 0, boundary, []byte(tc.ctype), r, int64(len(content)))
 				want = append(want, content[r.Start:r.End+1]...)
 			}
-			want = AppendPartsEnd(want, boundary)
+			want = byterange.AppendPartsEnd(want, boundary)
 		} else {
 			want = content[tc.ranges[0].Start : tc.ranges[0].End+1]
 		}
@@ -266,7 +223,7 @@ func TestRangeBodyMultipart(t *testing.T) {
 
 // checkMultipart parses a multipart/byteranges body and compares each part
 // with content.
-func checkMultipart(t *testing.T, body []byte, ctype string, content []byte, ranges []ByteRange) {
+func checkMultipart(t *testing.T, body []byte, ctype string, content []byte, ranges []byterange.Range) {
 	t.Helper()
 	_, params, err := mime.ParseMediaType(ctype)
 	if err != nil {
@@ -278,7 +235,7 @@ func checkMultipart(t *testing.T, body []byte, ctype string, content []byte, ran
 		if err != nil {
 			t.Fatalf("part %d: %v", i, err)
 		}
-		want := string(AppendContentRange(nil, r, int64(len(content))))
+		want := string(byterange.AppendContentRange(nil, r, int64(len(content))))
 		if got := p.Header.Get("Content-Range"); got != want {
 			t.Errorf("part %d Content-Range %q, want %q", i, got, want)
 		}

@@ -7,22 +7,25 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Revalidation (RFC 9111 §4.3). A stored response the request may not use
-// as it is (Evaluate says MustValidate) goes through the fill of its key
-// like a miss, with the stored record handed to the fill (prior). When the
-// record has validators, the fill's origin request carries If-None-Match
-// (its ETag) and If-Modified-Since (its Last-Modified, as sent). Outcomes:
-//   - 304 that selects the stored response (selects304: its ETag, else
-//     its Last-Modified, equals the stored one, or it has neither): the
-//     stored headers are updated from the 304 (every stored end-to-end
+// as it is (httpcache.Evaluate says MustValidate) goes through the fill of
+// its key like a miss, with the stored record handed to the fill (prior).
+// When the record has validators, the fill's origin request carries
+// If-None-Match (its ETag) and If-Modified-Since (its Last-Modified, as
+// sent). Outcomes:
+//   - 304 that selects the stored response (httpcache.Selects304: its ETag,
+//     else its Last-Modified, equals the stored one, or it has neither):
+//     the stored headers are updated from the 304 (every stored end-to-end
 //     field the 304 also carries is replaced, but hop-by-hop, Content-Length,
 //     Age, Alt-Svc, Content-Encoding, Content-Range and Content-MD5 never
-//     are; a 304 without Date gets the time it arrived), StoreDecision is run again
-//     on the result with the stored status, and the record is re-inserted
-//     with the same generation and body, so its slices stay valid. Every
-//     request waiting on the fill serves the refreshed record
+//     are; a 304 without Date gets the time it arrived), StoreDecision is
+//     run again on the result with the stored status, and the record is
+//     re-inserted with the same generation and body, so its slices stay
+//     valid. Every request waiting on the fill serves the refreshed record
 //     (fwd=stale|request; fwd-status=304). If the refreshed response may
 //     no longer be stored, the record is removed, and still served to the
 //     waiters.
@@ -88,7 +91,7 @@ func (f *fill) addValidators(req *fasthttp.Request) {
 // insensitive), or nil.
 func storedField(kvs []headerKV, name string) []byte {
 	for _, kv := range kvs {
-		if len(kv.Key) == len(name) && varyCompareFold(kv.Key, []byte(name)) == 0 {
+		if len(kv.Key) == len(name) && bytes.EqualFold(kv.Key, []byte(name)) {
 			return kv.Value
 		}
 	}
@@ -99,7 +102,7 @@ func storedField(kvs []headerKV, name string) []byte {
 // handling a 304 to a conditional fill: refreshed reports the record was
 // refreshed (and the fill published as fillRefreshed).
 func (s *Server) exchange(ctx context.Context, f *fill, o *origin, req *fasthttp.Request,
-	resp *fasthttp.Response, rp *RequestPolicy) (reqTime, respTime time.Time, refreshed bool, err error) {
+	resp *fasthttp.Response, rp *httpcache.RequestPolicy) (reqTime, respTime time.Time, refreshed bool, err error) {
 	reqTime, respTime, err = s.originDo(ctx, o, req, resp)
 	if err != nil || !f.rv.conditional || resp.StatusCode() != fasthttp.StatusNotModified {
 		return reqTime, respTime, false, err
@@ -128,46 +131,19 @@ func (s *Server) originDo(ctx context.Context, o *origin, req *fasthttp.Request,
 	return reqTime, respTime, err
 }
 
-// selects304 is §4.3.4's selection for the one stored response p, to
-// which the fill's request was made conditional: a strong ETag in the 304
-// selects p if p has the same strong ETag, a weak one the same weak ETag;
-// without an ETag, a Last-Modified selects p if it has the same
-// Last-Modified. A 304 with no validator at all is read as confirming p:
-// the origin evaluated our precondition, built from p's validators, and
-// there is no other stored response it could mean (§4.3.4's last rule
-// names only a validator-less stored response; origins that omit ETag
-// from 304s, against RFC 9110 §15.4.5, are common, and refetching for
-// them would cost a full body each time). A 304 whose validator
-// contradicts p selects nothing.
-func selects304(p *object, h *fasthttp.ResponseHeader) bool {
-	if tag := h.Peek(fasthttp.HeaderETag); len(tag) > 0 {
-		weak, _ := etagSplit(tag)
-		pweak, _ := etagSplit(p.ETag)
-		if !weak {
-			return ETagMatchStrong(tag, p.ETag)
-		}
-		return pweak && ETagMatchWeak(tag, p.ETag)
-	}
-	if lm := h.Peek(fasthttp.HeaderLastModified); len(lm) > 0 {
-		t, ok := httpDate(lm)
-		return ok && !p.LastModified.IsZero() && t.Equal(p.LastModified)
-	}
-	return true
-}
-
 // refresh applies a 304 to the prior record (see the type comment). It
 // reports false when the 304 selects nothing.
-func (s *Server) refresh(f *fill, rp *RequestPolicy, h304 *fasthttp.ResponseHeader, respTime, reqTime time.Time) bool {
+func (s *Server) refresh(f *fill, rp *httpcache.RequestPolicy, h304 *fasthttp.ResponseHeader, respTime, reqTime time.Time) bool {
 	p := &f.rv.priorObj
-	if !selects304(p, h304) {
+	if !httpcache.Selects304(h304, p.ETag, p.LastModified) {
 		return false
 	}
 	h := &fasthttp.ResponseHeader{}
 	if mergeHeaders(h, p.Headers, h304, respTime) != nil {
 		return false // cannot happen: every line was parsed before
 	}
-	var si StoreInfo
-	StoreDecision(&si, rp, p.Status, h, respTime, &s.opts.Policy)
+	var si httpcache.StoreInfo
+	httpcache.StoreDecision(&si, rp, p.Status, h, respTime, &s.opts.Policy)
 	o := *p // same generation, body length, inline body (borrowing f.rv.prior)
 	o.Headers, _ = copyResponseHeaders(nil, nil, h)
 	o.ETag = append([]byte(nil), si.ETag...)
@@ -206,10 +182,10 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 	h304.SetNoDefaultContentType(true)
 	conn := connectionValue(h304)
 	replaced := func(name []byte) bool {
-		if len(name) == 4 && varyCompareFold(name, []byte("Date")) == 0 {
+		if len(name) == len(httpcache.HeaderDate) && bytes.EqualFold(name, httpcache.HeaderDate) {
 			return true // the 304's, or now
 		}
-		return updatable(name, conn) && len(h304.PeekBytes(name)) > 0
+		return httpcache.UpdatableField(name, conn) && len(h304.PeekBytes(name)) > 0
 	}
 	wire := append(make([]byte, 0, 1024), "HTTP/1.1 200 OK\r\n"...)
 	line := func(k, v []byte) {
@@ -221,7 +197,7 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 		}
 	}
 	for k, v := range h304.All() {
-		if updatable(k, conn) {
+		if httpcache.UpdatableField(k, conn) {
 			line(k, v)
 		}
 	}
@@ -239,7 +215,7 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 // (unless must-revalidate or no-cache forbid serving it stale), and, when
 // it has a validator, RevalidateKeep more so that it can still be
 // revalidated with a conditional request instead of fetched again.
-func (s *Server) storeExpiry(si *StoreInfo, respTime time.Time) time.Time {
+func (s *Server) storeExpiry(si *httpcache.StoreInfo, respTime time.Time) time.Time {
 	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace, 0)
 	if !si.MustRevalidate && !si.NoCache {
 		keep = max(keep, s.opts.StaleIfUnreachable)
@@ -253,23 +229,6 @@ func (s *Server) storeExpiry(si *StoreInfo, respTime time.Time) time.Time {
 // maxStoreLifetime caps the lifetime counted in a store expiry (a max-age
 // of 2^31 s would overflow time arithmetic with the windows added).
 const maxStoreLifetime = 100 * 365 * 24 * time.Hour
-
-// updatable: a 304's field that may replace the stored ones: a field
-// that may be stored, except those describing the stored body's bytes,
-// which the 304 did not send (§3.2: "header fields that the cache's
-// stored response depends upon"): Content-Encoding, Content-Range,
-// Content-MD5 (Content-Length is never stored).
-func updatable(name, conn []byte) bool {
-	if !storedHeader(name, conn) {
-		return false
-	}
-	for _, f := range [...]string{"Content-Encoding", "Content-Range", "Content-MD5"} {
-		if len(name) == len(f) && varyCompareFold(name, []byte(f)) == 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // keepPrior: an origin error answer that must not replace a stored
 // response the leader may serve instead.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // versioned is an origin whose representation is version v (settable),
@@ -276,41 +279,6 @@ func (p *pair) gets(path string, kv ...string) *fasthttp.Response {
 	return p.dos("GET", path, kv...)
 }
 
-func TestSelects304(t *testing.T) {
-	lm := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	lmS := string(fasthttp.AppendHTTPDate(nil, lm))
-	other := string(fasthttp.AppendHTTPDate(nil, lm.Add(time.Second)))
-	for _, tc := range []struct {
-		name     string
-		etag     string
-		lm       time.Time
-		hdr      []string
-		selected bool
-	}{
-		{"strong equal", `"a"`, time.Time{}, []string{`ETag: "a"`}, true},
-		{"strong differs", `"a"`, time.Time{}, []string{`ETag: "b"`}, false},
-		{"strong vs stored weak", `W/"a"`, time.Time{}, []string{`ETag: "a"`}, false},
-		{"weak equal", `W/"a"`, time.Time{}, []string{`ETag: W/"a"`}, true},
-		{"weak vs stored strong", `"a"`, time.Time{}, []string{`ETag: W/"a"`}, false},
-		{"etag decides over lm", `"a"`, lm, []string{`ETag: "b"`, "Last-Modified: " + lmS}, false},
-		{"lm equal", "", lm, []string{"Last-Modified: " + lmS}, true},
-		{"lm differs", "", lm, []string{"Last-Modified: " + other}, false},
-		{"lm invalid", "", lm, []string{"Last-Modified: soon"}, false},
-		{"none confirms the stored response", `"a"`, lm, nil, true},
-		{"none, stored has none", "", time.Time{}, nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := &object{LastModified: tc.lm}
-			if tc.etag != "" {
-				o.ETag = []byte(tc.etag)
-			}
-			if got := selects304(o, testResponse(t, "304 Not Modified", tc.hdr...)); got != tc.selected {
-				t.Fatalf("selected %v, want %v", got, tc.selected)
-			}
-		})
-	}
-}
-
 func TestMergeHeaders(t *testing.T) {
 	stored := []headerKV{
 		{[]byte("Content-Type"), []byte("text/html")},
@@ -321,8 +289,12 @@ func TestMergeHeaders(t *testing.T) {
 		{[]byte("X-Keep"), []byte("k")},
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	h304 := testResponse(t, "304 Not Modified", "X-Multi: 3", "Cache-Control: max-age=99", "Content-Encoding: br",
-		"Connection: close, X-Hop", "X-Hop: h", "Keep-Alive: timeout=5", "Content-Length: 0")
+	h304 := &fasthttp.ResponseHeader{}
+	wire := "HTTP/1.1 304 Not Modified\r\nX-Multi: 3\r\nCache-Control: max-age=99\r\nContent-Encoding: br\r\n" +
+		"Connection: close, X-Hop\r\nX-Hop: h\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\n"
+	if err := h304.Read(bufio.NewReader(strings.NewReader(wire))); err != nil {
+		t.Fatal(err)
+	}
 	h := &fasthttp.ResponseHeader{}
 	if err := mergeHeaders(h, stored, h304, now); err != nil {
 		t.Fatal(err)
@@ -358,17 +330,17 @@ func TestStoreExpiry(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		keep time.Duration
-		si   StoreInfo
+		si   httpcache.StoreInfo
 		want time.Duration
 	}{
-		{"no validator", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}, time.Minute},
-		{"etag", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute + time.Hour},
-		{"lm and swr", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: 10 * time.Second, StaleIfError: -1}, LastModified: now}, time.Minute + 10*time.Second + time.Hour},
-		{"must-revalidate", 0, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1, MustRevalidate: true}}, time.Minute},
-		{"keep disabled", -1, StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute},
+		{"no validator", 0, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}, time.Minute},
+		{"etag", 0, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute + time.Hour},
+		{"lm and swr", 0, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: 10 * time.Second, StaleIfError: -1}, LastModified: now}, time.Minute + 10*time.Second + time.Hour},
+		{"must-revalidate", 0, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1, MustRevalidate: true}}, time.Minute},
+		{"keep disabled", -1, httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}, ETag: []byte(`"x"`)}, time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep,
+			s, err := New(newMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, RevalidateKeep: tc.keep,
 				StaleIfUnreachable: -1})
 			if err != nil {
 				t.Fatal(err)
@@ -382,7 +354,7 @@ func TestStoreExpiry(t *testing.T) {
 }
 
 // Test304WithoutValidators: a 304 without ETag or Last-Modified to our
-// conditional confirms the stored response (see selects304).
+// conditional confirms the stored response (see httpcache.Selects304).
 func Test304WithoutValidators(t *testing.T) {
 	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
 	p.gets("/nv304")
@@ -402,13 +374,13 @@ func Test304WithoutValidators(t *testing.T) {
 // TestStoreExpiryUnreachable: a response that may be served stale to a
 // disconnected client is kept StaleIfUnreachable past its lifetime.
 func TestStoreExpiryUnreachable(t *testing.T) {
-	s, err := New(NewMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, StaleIfUnreachable: time.Minute})
+	s, err := New(newMapStore(), Options{Origins: []OriginOptions{{URL: "http://127.0.0.1:1"}}, StaleIfUnreachable: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	si := StoreInfo{FreshnessInfo: FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}
+	si := httpcache.StoreInfo{FreshnessInfo: httpcache.FreshnessInfo{Lifetime: time.Minute, StaleWhileRevalidate: -1, StaleIfError: -1}}
 	if got := s.storeExpiry(&si, now).Sub(now); got != 2*time.Minute {
 		t.Fatalf("expiry in %v, want 2m", got)
 	}

@@ -14,11 +14,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"strata/hybrid"
+	"strata/proxy/internal/httpcache"
 )
 
 // Server is the caching reverse proxy: a fasthttp handler in front of
-// the origins, answering from a Store. See the package doc for a
-// request's way through. Safe for concurrent use.
+// the origins, answering from a Store. A request's way through is noted
+// above handler. Safe for concurrent use.
 type Server struct {
 	opts    Options
 	store   Store
@@ -27,7 +28,7 @@ type Server struct {
 	via     []byte // "1.1 <ViaName>"
 	cs      [csCount][]byte
 	fills   fillMap
-	fetches fetchMap // slice fetches in flight (issue 6)
+	fetches fetchMap // slice fetches in flight (Range requests, partial caching)
 	vlocks  variantLocks
 	nfills  atomic.Int64
 	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
@@ -48,17 +49,17 @@ type reqState struct {
 	val  []byte // Store.Get destination
 	num  []byte // Age digits
 	obj  object
-	rp   RequestPolicy
+	rp   httpcache.RequestPolicy
 
-	// Issue 6: revalidation, variants, stale serving.
-	pkey    []byte        // primary (URL) key; key is a variant's when the URL varies
-	vk      []byte        // secondary (Vary) key
-	vkeys   [][]byte      // decoded variant index keys
-	rec     []byte        // the stored record st.obj decodes (borrows val's array)
-	have    bool          // st.obj holds a stored response for this request
-	tier    hybrid.Tier   // tier that answered the variant's record
-	verdict Verdict       // Evaluate's verdict on st.obj
-	age     time.Duration // st.obj's current age
+	// Revalidation, variants, stale serving.
+	pkey    []byte            // primary (URL) key; key is a variant's when the URL varies
+	vk      []byte            // secondary (Vary) key
+	vkeys   [][]byte          // decoded variant index keys
+	rec     []byte            // the stored record st.obj decodes (borrows val's array)
+	have    bool              // st.obj holds a stored response for this request
+	tier    hybrid.Tier       // tier that answered the variant's record
+	verdict httpcache.Verdict // httpcache.Evaluate's verdict on st.obj
+	age     time.Duration     // st.obj's current age
 }
 
 // New builds a Server over store. opts is copied; EnsureDefaults is
@@ -93,12 +94,12 @@ func New(store Store, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// HTTPServer returns a fasthttp.Server serving s.Handler with the
+// HTTPServer returns a fasthttp.Server serving s.handler with the
 // configured limits. The caller runs Serve on its listeners and
 // ShutdownWithContext on the way out, then Close.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.Handler,
+		Handler:                       s.handler,
 		ErrorHandler:                  s.errorHandler,
 		ReadBufferSize:                s.opts.MaxHeaderBytes,
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
@@ -156,8 +157,37 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Error("proxy: malformed request", fasthttp.StatusBadRequest)
 }
 
-// Handler serves one request.
-func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+// A request's way through.
+//
+// fasthttp parses the request within Options.MaxHeaderBytes (431 beyond; other
+// parse failures, duplicate Content-Length, bad Transfer-Encoding and
+// duplicate Host are refused by fasthttp with 400). handler then refuses a
+// header carrying both Content-Length and Transfer-Encoding (400; fasthttp
+// would let Transfer-Encoding win), picks the origin by Host (421 if none),
+// and asks the policy (httpcache.ParseRequest) whether the request may use the
+// cache. If not (method, request no-store) it is passed: forwarded and
+// streamed back, "Cache-Status: strata; fwd=bypass". Otherwise
+// httpcache.BuildKey makes the object key and the record is read from the
+// store; a variant index there (variants.go) leads to the record of the
+// request's variant. httpcache.Evaluate then decides, with the request's and
+// the response's directives: a fresh record, or a stale one the request's
+// max-stale accepts, is served: stored status and headers, Age per RFC 9111
+// §4.2.3, Via, "Cache-Status: strata; hit; detail=memory|disk" (detail=stale
+// when stale); an inline body is copied into fasthttp's response buffer (or,
+// from swapBodyMin up, handed to it: setBody), a sliced body streams slice by
+// slice (slicedBody, slice_body.go). HEAD is
+// answered from a stored GET, and a matching If-None-Match / If-Modified-Since
+// with a 304 (conditional_serve.go). A record stale within
+// stale-while-revalidate or the grace is served the same way while one
+// background revalidation runs (revalidate.go, stale.go). Anything else (must
+// validate, corrupt, sliceless, none) goes to the miss path (fwd=stale,
+// fwd=request, fwd=miss, fwd=uri-miss; "; stored" added when the response is
+// still being stored as its headers go out, see fill.status), carrying the
+// stored record along for revalidation and stale-if-error. Unsafe methods are
+// passed and invalidate the URL on success (invalidate.go).
+
+// handler serves one request.
+func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	if ctx.Request.Header.ContentLength() != -2 && smuggled(ctx.Request.Header.RawHeaders()) {
 		s.fail(ctx, fasthttp.StatusBadRequest, "proxy: both Content-Length and Transfer-Encoding")
 		return
@@ -169,7 +199,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	st := s.pool.Get().(*reqState)
 	defer s.pool.Put(st)
-	ParseRequest(&st.rp, &ctx.Request.Header)
+	httpcache.ParseRequest(&st.rp, &ctx.Request.Header)
 	if !st.rp.Cacheable {
 		s.pass(ctx, o, csBypass)
 		return
@@ -178,7 +208,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	if ctx.IsTLS() {
 		scheme = schemeHTTPS
 	}
-	st.key = BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
+	st.key = httpcache.BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
 	st.mkey = metaKey(st.mkey[:0], st.key)
 	cs := s.lookup(ctx, st, o)
 	if cs.hit() {
@@ -199,11 +229,11 @@ var (
 	schemeHTTPS = []byte("https")
 )
 
-// lookup serves a stored response the request may use (Evaluate: fresh,
-// allowed stale, or stale-while-revalidate, which also starts a background
-// revalidation) and returns its hit status, or returns the forward status
-// for the miss path, with the stored response (if any) left in st for
-// revalidation and stale-if-error.
+// lookup serves a stored response the request may use (httpcache.Evaluate:
+// fresh, allowed stale, or stale-while-revalidate, which also starts a
+// background revalidation) and returns its hit status, or returns the
+// forward status for the miss path, with the stored response (if any) left
+// in st for revalidation and stale-if-error.
 func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cacheStatus {
 	st.have = false
 	st.pkey = append(st.pkey[:0], st.key...)
@@ -228,18 +258,18 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	st.rec, st.have = val, true
 	obj := &st.obj
 	now := s.opts.Now()
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
-	fi := FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
+	fi := httpcache.FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
 		StaleIfError: obj.StaleIfError, MustRevalidate: obj.MustRevalidate, NoCache: obj.NoCache}
-	st.verdict, st.age = Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
+	st.verdict, st.age = httpcache.Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
 	cs := csHitMemory
 	if tier == hybrid.TierDisk {
 		cs = csHitDisk
 	}
 	switch st.verdict.Freshness {
-	case StaleServable, StaleRevalidate:
+	case httpcache.StaleServable, httpcache.StaleRevalidate:
 		cs = csHitStale
-	case MustValidate:
+	case httpcache.MustValidate:
 		if age < obj.Lifetime && !obj.NoCache {
 			return csRequest
 		}
@@ -250,7 +280,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	} else if !s.serveStored(ctx, st, age, cs) {
 		return csMiss
 	}
-	if st.verdict.Freshness == StaleRevalidate {
+	if st.verdict.Freshness == httpcache.StaleRevalidate {
 		s.revalidateInBackground(ctx, st, o)
 	}
 	return cs
@@ -262,7 +292,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 // serveSliced).
 func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) bool {
 	o := &st.obj
-	if !o.inline() || len(ctx.Request.Header.PeekBytes(hdrRange)) > 0 {
+	if !o.inline() || len(ctx.Request.Header.PeekBytes(httpcache.HeaderRange)) > 0 {
 		if r := s.serveRanged(ctx, st, age, cs); r != rangeFull {
 			return r == rangeServed
 		}
@@ -271,7 +301,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	resp.SetStatusCode(o.Status)
 	writeHeaders(&resp.Header, o.Headers)
 	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
-	resp.Header.SetBytesKV(hdrAge, st.num)
+	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
 	s.finishHeaders(resp, cs)
 	s.setBody(resp, st, o.Body)
 	if !ctx.IsHead() {
@@ -282,7 +312,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 
 // swapBodyMin is the body size from which a hit's body is handed to the
 // response instead of copied (a 256KiB hit spent 22% of its CPU on that
-// copy: issue 7's scenario 2).
+// copy in the peer benchmark's run of 256 KiB hits).
 const swapBodyMin = 32 << 10
 
 // setBody sets resp's body to body, which is in st.val. From swapBodyMin
@@ -301,8 +331,8 @@ func (s *Server) setBody(resp *fasthttp.Response, st *reqState, body []byte) {
 
 // finishHeaders adds Via and Cache-Status and counts the request.
 func (s *Server) finishHeaders(resp *fasthttp.Response, cs cacheStatus) {
-	resp.Header.AddBytesKV(hdrVia, s.via)
-	resp.Header.SetBytesKV(hdrCacheStatus, s.cs[cs])
+	resp.Header.AddBytesKV(httpcache.HeaderVia, s.via)
+	resp.Header.SetBytesKV(httpcache.HeaderCacheStatus, s.cs[cs])
 	s.m.requests[cs.metric()].Inc()
 }
 
@@ -343,8 +373,8 @@ func smuggled(raw []byte) bool {
 		if !ok {
 			continue
 		}
-		cl = cl || bytes.EqualFold(name, hdrContentLength)
-		te = te || bytes.EqualFold(name, hdrTransferEncoding)
+		cl = cl || bytes.EqualFold(name, httpcache.HeaderContentLength)
+		te = te || bytes.EqualFold(name, httpcache.HeaderTransferEncoding)
 	}
 	return cl && te
 }

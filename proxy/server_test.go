@@ -116,7 +116,7 @@ func TestRequestDirectives(t *testing.T) {
 	p.get("/d")
 	committed()
 	p.clock.Advance(10 * time.Second)
-	// Fresh (age 10 < 60), but older than the request's max-age: the
+	// httpcache.Fresh (age 10 < 60), but older than the request's max-age: the
 	// request's semantics refused it (RFC 9211 fwd=request).
 	r = p.get("/d", "Cache-Control", "max-age=5")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=request; stored")

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/byterange"
 )
 
 // slicedBody is the body of a response served from a sliced object
@@ -15,7 +17,7 @@ import (
 type slicedBody struct {
 	rangeBody
 	src    sliceSource
-	one    [1]ByteRange
+	one    [1]byterange.Range
 	srv    *Server
 	charge int64 // bytes taken from srv.bodies for the stream buffer
 }
@@ -27,7 +29,7 @@ var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
 // fetched) is owned by the body from now on, even on error. A body that
 // will stream (not for HEAD) first takes its slice buffer's bytes from
 // Server.bodies, waiting up to StreamWait: errBusy if none came.
-func (s *Server) acquireSlicedBody(key []byte, o *object, rs []ByteRange, fr fetchReq, stream bool) (*slicedBody, error) {
+func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq, stream bool) (*slicedBody, error) {
 	var charge int64
 	if stream {
 		charge = int64(sliceHeaderLen + o.SliceSize)
@@ -46,7 +48,7 @@ func (s *Server) acquireSlicedBody(key []byte, o *object, rs []ByteRange, fr fet
 		return nil, err
 	}
 	if rs == nil {
-		b.one[0] = ByteRange{0, o.BodyLen - 1}
+		b.one[0] = byterange.Range{Start: 0, End: o.BodyLen - 1}
 		rs = b.one[:]
 	}
 	b.ranges, b.size = rs, o.BodyLen
@@ -72,7 +74,7 @@ func (b *slicedBody) Close() error {
 // cannot be fetched, or the origin answers its fetch with another
 // representation, nothing is written and the request takes the miss
 // path; an origin failure is answered 502/504.
-func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []ByteRange, code int, cs cacheStatus) rangeOutcome {
+func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []byterange.Range, code int, cs cacheStatus) rangeOutcome {
 	o := &st.obj
 	var fr fetchReq
 	if o.Status == fasthttp.StatusOK && hasValidator(o) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // slicedHit serves path (a sliced object stored in p) from a reused ctx
@@ -19,7 +21,7 @@ func slicedHit(p *pair, ctx *fasthttp.RequestCtx, path string, w io.Writer) erro
 	ctx.Response.Reset()
 	ctx.Request.Header.SetHost("example.com")
 	ctx.Request.Header.SetRequestURI(path)
-	p.srv.Handler(ctx)
+	p.srv.handler(ctx)
 	return ctx.Response.BodyWriteTo(w)
 }
 
@@ -45,7 +47,7 @@ func TestSlicedHit(t *testing.T) {
 	// small buffer would take WriteTo; call Read directly).
 	ctx.Request.Header.SetRequestURI("/big")
 	ctx.Response.Reset()
-	p.srv.Handler(&ctx)
+	p.srv.handler(&ctx)
 	r := ctx.Response.BodyStream()
 	got, buf := []byte(nil), make([]byte, 7777)
 	for {
@@ -114,7 +116,7 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
 			ro.takeRanges()
 			ro.failRange = tc.failRange
-			key := BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+			key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
 			sk := sliceKey(nil, key, lost)
 			if tc.unread {
 				p.store.Lose = func(k []byte) bool { return bytes.Equal(k, sk) }

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // A sliceFetch is one origin Range request for a run of consecutive
-// slices [first, last] of one object (issue 6, partial caching). It is
+// slices [first, last] of one object (partial caching). It is
 // registered in the Server's per-slice in-flight map under every slice it
 // covers, so concurrent requests needing any of them join it instead of
 // asking the origin again; it leaves the map once its slices are in the
@@ -137,7 +139,7 @@ func (fm *fetchMap) leave(sf *sliceFetch) {
 type fetchReq struct {
 	o    *origin
 	tmpl *fasthttp.Request // the prepared origin request without Range; copied
-	rp   RequestPolicy
+	rp   httpcache.RequestPolicy
 	rec  *object // the record the caller serves from, nil when none
 }
 
@@ -227,7 +229,7 @@ func (s *Server) storedSlice(key []byte, rec *object, i int, scratch *[]byte) bo
 }
 
 // runFetch is the fetch goroutine.
-func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp RequestPolicy) {
+func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
 	defer func() {
 		if p := recover(); p != nil {
@@ -276,7 +278,7 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp R
 // adoptFill turns the origin's 200 to a slice fetch into a whole-object
 // fill, run by this goroutine, unless one already runs for the key. It
 // reports whether it took resp.
-func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) bool {
+func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) bool {
 	f, leader := s.fills.join(s, sf.key)
 	f.release() // no handler holds it for us; readers join it themselves
 	sf.redirect()

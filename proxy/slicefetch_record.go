@@ -8,26 +8,27 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-)
 
-var hdrContentRange = []byte("Content-Range")
+	"strata/proxy/internal/byterange"
+	"strata/proxy/internal/httpcache"
+)
 
 // accept checks a 206 against the run it answers, then adopts or
 // replaces the object's record (under the key's record lock, so that
 // concurrent fetches of one object agree on one generation) and opens the
 // fetch to readers.
-func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime, respTime time.Time) error {
+func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) error {
 	s := sf.s
-	a, b, total, ok := parseContentRange(resp.Header.PeekBytes(hdrContentRange))
+	a, b, total, ok := byterange.ParseContentRange(resp.Header.PeekBytes(httpcache.HeaderContentRange))
 	start := int64(sf.first) * sf.sz
 	end := min(int64(sf.last+1)*sf.sz, total) // exclusive
 	cl := resp.Header.ContentLength()
 	if !ok || a != start || total <= a || b != end-1 || (cl >= 0 && int64(cl) != end-start) {
 		return fmt.Errorf("%w: Content-Range %q for slices %d-%d", errRangeRefused,
-			resp.Header.PeekBytes(hdrContentRange), sf.first, sf.last)
+			resp.Header.PeekBytes(httpcache.HeaderContentRange), sf.first, sf.last)
 	}
-	var si StoreInfo
-	StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	var si httpcache.StoreInfo
+	httpcache.StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
 	s.consumeSurrogate(&resp.Header)
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
 		return errNotStorable
@@ -56,7 +57,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *RequestPolicy, reqTime
 
 // buildRecord fills o as the partial record of the object a 206 is part
 // of and returns its encoding (a slab); o borrows it.
-func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreInfo, total int64, reqTime, respTime time.Time) []byte {
+func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *httpcache.StoreInfo, total int64, reqTime, respTime time.Time) []byte {
 	o.Status = fasthttp.StatusOK
 	o.Partial = true
 	o.Gen = rand.Uint64()
@@ -64,7 +65,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreI
 	o.BodyLen = total
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
-	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (ResponseAge)
+	o.AgeHeader = si.Age // every Age line, RFC 9111 §5.1 (httpcache.ResponseAge)
 	o.Lifetime, o.Heuristic = si.Lifetime, si.Heuristic
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
@@ -72,7 +73,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *StoreI
 	o.Headers, buf = copyResponseHeaders(nil, nil, &resp.Header)
 	kept := o.Headers[:0]
 	for _, h := range o.Headers {
-		if !bytes.EqualFold(h.Key, hdrContentRange) {
+		if !bytes.EqualFold(h.Key, httpcache.HeaderContentRange) {
 			kept = append(kept, h)
 		}
 	}
@@ -121,7 +122,7 @@ func (fm *fetchMap) recLock(key []byte) *recMutex {
 // parts fetched at different times (RFC 9110 §8.8.1, §14.3 via RFC 9111
 // §3.4): a strong ETag, or a Last-Modified at least 60 s before Date.
 func hasValidator(o *object) bool {
-	return ETagMatchStrong(o.ETag, o.ETag) ||
+	return httpcache.ETagMatchStrong(o.ETag, o.ETag) ||
 		(len(o.ETag) == 0 && !o.LastModified.IsZero() && !o.Date.IsZero() && o.Date.Sub(o.LastModified) >= time.Minute)
 }
 
@@ -133,33 +134,7 @@ func sameValidator(a, b *object) bool {
 		return false
 	}
 	if len(a.ETag) > 0 || len(b.ETag) > 0 {
-		return ETagMatchStrong(a.ETag, b.ETag)
+		return httpcache.ETagMatchStrong(a.ETag, b.ETag)
 	}
 	return a.LastModified.Equal(b.LastModified)
-}
-
-// parseContentRange parses a single-part Content-Range value
-// "bytes first-last/complete" (RFC 9110 §14.4). An unknown complete
-// length ("*"), an unsatisfied-range form, or last < first is refused.
-func parseContentRange(v []byte) (first, last, complete int64, ok bool) {
-	sp := varyTrim(v, varySpan{0, len(v)})
-	v = v[sp.s:sp.e]
-	if len(v) < 6 || !ccEqualFold(v[:5], "bytes") || v[5] != ' ' {
-		return 0, 0, 0, false
-	}
-	rng, size, found := keyCut(v[6:], '/')
-	if !found {
-		return 0, 0, 0, false
-	}
-	a, b, dash := keyCut(rng, '-')
-	if !dash {
-		return 0, 0, 0, false
-	}
-	first, ok1 := rangeNumber(a)
-	last, ok2 := rangeNumber(b)
-	complete, ok3 := rangeNumber(size)
-	if !ok1 || !ok2 || !ok3 || last < first || last >= complete || complete == 1<<63-1 {
-		return 0, 0, 0, false
-	}
-	return first, last, complete, true
 }

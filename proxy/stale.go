@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Stale serving (RFC 9111 §4.2.4, RFC 5861, PolicyOptions.Grace). The
-// verdicts come from Evaluate, read once in lookup:
+// verdicts come from httpcache.Evaluate, read once in lookup:
 //   - StaleServable (the request's max-stale) and StaleRevalidate
 //     (stale-while-revalidate, or the grace when the response carried
 //     neither RFC 5861 directive) are served at once with
@@ -24,15 +26,15 @@ import (
 //     the same way without any directive (§4.2.4: a disconnected cache).
 //
 // must-revalidate, proxy-revalidate, s-maxage (shared) and no-cache
-// (request or response) make Evaluate refuse all of these: the answer is
-// then the origin's, or 502/504 when the origin fails.
+// (request or response) make httpcache.Evaluate refuse all of these: the
+// answer is then the origin's, or 502/504 when the origin fails.
 
-// afterFill handles the fill outcomes of issue 6 for one waiting request:
-// a refreshed record, an origin failure with a stored response to fall
-// back on, a client conditional that the fetched response satisfies, a
-// varying response that is not this request's variant. It reports true
-// when it answered; it has then dropped its fill reference and released
-// resp.
+// afterFill handles, for one waiting request, the fill outcomes that take
+// more than reading the fill's body: a refreshed record, an origin failure
+// with a stored response to fall back on, a client conditional that the
+// fetched response satisfies, a varying response that is not this
+// request's variant. It reports true when it answered; it has then
+// dropped its fill reference and released resp.
 func (s *Server) afterFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *origin,
 	state fillState, resp *fasthttp.Response, leader bool, cs cacheStatus) bool {
 	switch state {
@@ -69,7 +71,7 @@ func (s *Server) afterFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *o
 func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill, o *origin, leader bool, cs cacheStatus) bool {
 	if !leader && f.rv.vary != nil {
 		var ok bool
-		st.vk, ok = VaryKey(st.vk[:0], f.rv.vary, &ctx.Request.Header)
+		st.vk, ok = httpcache.VaryKey(st.vk[:0], f.rv.vary, &ctx.Request.Header)
 		if !ok || !bytes.Equal(st.vk, f.rv.vkey) { // another variant: fetch our own
 			f.release()
 			s.pass(ctx, o, cs)
@@ -82,7 +84,7 @@ func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill
 	cs = f.status(cs, leader)
 	age := time.Duration(-1)
 	if f.obj.AgeHeader > 0 {
-		age = ageSeconds(f.obj.AgeHeader)
+		age = httpcache.Seconds(f.obj.AgeHeader)
 	}
 	s.writeNotModified(ctx, f.obj.Headers, age, cs)
 	f.release()
@@ -105,7 +107,7 @@ func (s *Server) serveRefreshed(ctx *fasthttp.RequestCtx, st *reqState, f *fill,
 		return
 	}
 	obj := &st.obj
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
 	if cs == csRequest {
 		cs = csRequest304
 	} else {
@@ -124,7 +126,7 @@ func (s *Server) serveRefreshed(ctx *fasthttp.RequestCtx, st *reqState, f *fill,
 // failed.
 func (s *Server) serveStale(ctx *fasthttp.RequestCtx, st *reqState) {
 	obj := &st.obj
-	age := CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
+	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, s.opts.Now())
 	if objectNotModified(ctx, &st.rp, obj) {
 		s.writeNotModified(ctx, obj.Headers, age, csStaleError)
 		return

@@ -48,9 +48,9 @@ func sliceKey(dst, objectKey []byte, i int) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(len(objectKey)))
 }
 
-// MapStore is a map-backed Store for tests and for running the proxy
-// without the hybrid cache. Safe for concurrent use.
-type MapStore struct {
+// mapStore is a map-backed Store for the package's tests. Safe for
+// concurrent use.
+type mapStore struct {
 	mu sync.Mutex
 	m  map[string][]byte
 	// Disk makes Get report hybrid.TierDisk instead of TierMemory.
@@ -66,11 +66,11 @@ type MapStore struct {
 	Lose func(key []byte) bool
 }
 
-// NewMapStore returns an empty MapStore.
-func NewMapStore() *MapStore { return &MapStore{m: make(map[string][]byte)} }
+// newMapStore returns an empty mapStore.
+func newMapStore() *mapStore { return &mapStore{m: make(map[string][]byte)} }
 
 // Get implements Store.
-func (s *MapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
+func (s *mapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
 	s.mu.Lock()
 	v, ok := s.m[string(key)]
 	if ok && s.Lose != nil && s.Lose(key) {
@@ -90,7 +90,7 @@ func (s *MapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
 }
 
 // Insert implements Store; expiry is ignored.
-func (s *MapStore) Insert(key, value []byte, _ time.Time) {
+func (s *mapStore) Insert(key, value []byte, _ time.Time) {
 	s.Inserts.Add(1)
 	if s.Drop != nil && s.Drop(key) {
 		return
@@ -102,14 +102,14 @@ func (s *MapStore) Insert(key, value []byte, _ time.Time) {
 }
 
 // Remove implements Store.
-func (s *MapStore) Remove(key []byte) {
+func (s *mapStore) Remove(key []byte) {
 	s.mu.Lock()
 	delete(s.m, string(key))
 	s.mu.Unlock()
 }
 
 // Contains implements Store.
-func (s *MapStore) Contains(key []byte) bool {
+func (s *mapStore) Contains(key []byte) bool {
 	s.mu.Lock()
 	_, ok := s.m[string(key)]
 	s.mu.Unlock()
@@ -117,13 +117,13 @@ func (s *MapStore) Contains(key []byte) bool {
 }
 
 // Len returns the number of entries.
-func (s *MapStore) Len() int {
+func (s *mapStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.m)
 }
 
 var (
-	_ Store = (*MapStore)(nil)
+	_ Store = (*mapStore)(nil)
 	_ Store = (*hybrid.Cache)(nil)
 )

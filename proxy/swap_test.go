@@ -34,7 +34,7 @@ func TestLargeHitSwapsBody(t *testing.T) {
 		ctx.Response.Reset()
 		ctx.Request.Header.SetHost("example.com")
 		ctx.Request.Header.SetRequestURI(path)
-		p.srv.Handler(&ctx)
+		p.srv.handler(&ctx)
 		if !bytes.Equal(ctx.Response.Body(), []byte(bodies[path])) ||
 			string(ctx.Response.Header.Peek("Cache-Status")) != "strata; hit; detail=memory" {
 			bad++

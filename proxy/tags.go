@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"sync"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Surrogate keys (tags). An origin labels a response with tags so that an
@@ -12,33 +14,28 @@ import (
 // carry either or both, each possibly more than once.
 //
 // Limits, the same wherever tags are read (indexing at commit, the purge
-// check on read, the admin request): a tag is 1..MaxTagLen bytes of
+// check on read, the admin request): a tag is 1..maxTagLen bytes of
 // visible ASCII without ',' (longer or odd tokens are ignored, so they can
 // never be purged by tag: purge them by URL or prefix), and only the first
-// MaxTagsPerObject tags of a response count.
+// maxTagsPerObject tags of a response count.
 const (
-	// MaxTagLen bounds one tag, in bytes.
-	MaxTagLen = 256
-	// MaxTagsPerObject bounds the tags read from one response.
-	MaxTagsPerObject = 128
-)
-
-var (
-	hdrSurrogateKey = []byte("Surrogate-Key")
-	hdrCacheTag     = []byte("Cache-Tag")
+	// maxTagLen bounds one tag, in bytes.
+	maxTagLen = 256
+	// maxTagsPerObject bounds the tags read from one response.
+	maxTagsPerObject = 128
 )
 
 // forEachTag calls fn with each tag of headers, in order, until fn returns
-// false or MaxTagsPerObject tags were seen. The tag borrows headers. It
+// false or maxTagsPerObject tags were seen. The tag borrows headers. It
 // does not allocate.
 func forEachTag(headers []headerKV, fn func(tag []byte) bool) {
 	n := 0
 	for _, h := range headers {
 		var sep byte
 		switch {
-		case bytes.EqualFold(h.Key, hdrSurrogateKey):
+		case bytes.EqualFold(h.Key, httpcache.HeaderSurrogateKey):
 			sep = ' '
-		case bytes.EqualFold(h.Key, hdrCacheTag):
+		case bytes.EqualFold(h.Key, httpcache.HeaderCacheTag):
 			sep = ','
 		default:
 			continue
@@ -67,7 +64,7 @@ func splitTags(v []byte, sep byte, n *int, fn func([]byte) bool) bool {
 		if !validTag(tok) {
 			continue
 		}
-		if *n >= MaxTagsPerObject || !fn(tok) {
+		if *n >= maxTagsPerObject || !fn(tok) {
 			return false
 		}
 		*n++
@@ -75,10 +72,10 @@ func splitTags(v []byte, sep byte, n *int, fn func([]byte) bool) bool {
 	return true
 }
 
-// validTag reports whether t is 1..MaxTagLen visible ASCII bytes other
+// validTag reports whether t is 1..maxTagLen visible ASCII bytes other
 // than ',' (a comma could not be told apart from Cache-Tag's separator).
 func validTag(t []byte) bool {
-	if len(t) == 0 || len(t) > MaxTagLen {
+	if len(t) == 0 || len(t) > maxTagLen {
 		return false
 	}
 	for _, c := range t {

@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"strata/proxy/internal/httpcache"
 )
 
 func tagsOf(h ...string) []string {
@@ -16,8 +18,8 @@ func tagsOf(h ...string) []string {
 }
 
 func TestForEachTag(t *testing.T) {
-	long := strings.Repeat("x", MaxTagLen)
-	many := strings.TrimSpace(strings.Repeat("t ", MaxTagsPerObject+5))
+	long := strings.Repeat("x", maxTagLen)
+	many := strings.TrimSpace(strings.Repeat("t ", maxTagsPerObject+5))
 	for _, tc := range []struct {
 		name string
 		h    []string
@@ -38,8 +40,8 @@ func TestForEachTag(t *testing.T) {
 			}
 		})
 	}
-	if n := len(tagsOf("Surrogate-Key", many, "Cache-Tag", "late")); n != MaxTagsPerObject {
-		t.Errorf("%d tags read, want the first %d", n, MaxTagsPerObject)
+	if n := len(tagsOf("Surrogate-Key", many, "Cache-Tag", "late")); n != maxTagsPerObject {
+		t.Errorf("%d tags read, want the first %d", n, maxTagsPerObject)
 	}
 }
 
@@ -48,14 +50,14 @@ func FuzzForEachTag(f *testing.F) {
 	f.Add("\x00\xff ,", ",,,")
 	f.Fuzz(func(t *testing.T, sk, ct string) {
 		n := 0
-		forEachTag([]headerKV{{hdrSurrogateKey, []byte(sk)}, {hdrCacheTag, []byte(ct)}}, func(tag []byte) bool {
+		forEachTag([]headerKV{{httpcache.HeaderSurrogateKey, []byte(sk)}, {httpcache.HeaderCacheTag, []byte(ct)}}, func(tag []byte) bool {
 			n++
 			if !validTag(tag) {
 				t.Fatalf("invalid tag %q", tag)
 			}
 			return true
 		})
-		if n > MaxTagsPerObject {
+		if n > maxTagsPerObject {
 			t.Fatalf("%d tags", n)
 		}
 	})
@@ -63,7 +65,7 @@ func FuzzForEachTag(f *testing.F) {
 
 func TestTagIndexBounds(t *testing.T) {
 	x := newTagIndex(10 * (tagEntryOverhead + 8))
-	h := []headerKV{{hdrSurrogateKey, []byte("t1 t2")}}
+	h := []headerKV{{httpcache.HeaderSurrogateKey, []byte("t1 t2")}}
 	x.record([]byte("key1"), h)
 	x.record([]byte("key1"), h) // deduplicated
 	x.record([]byte("key2"), h)

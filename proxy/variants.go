@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // Variants (RFC 9111 §4.1). A response carrying Vary is stored as one
@@ -23,10 +25,11 @@ import (
 //
 // A variant is an ordinary object (record and slices) under the object key
 // variantKey(primary, epoch, secondary) = primary | 0x00 'v' | epoch u64 |
-// secondary, where secondary is VaryKey of the request for the index's
-// Vary value. A primary key never holds a 0x00 byte (BuildKey escapes
-// control bytes in the target, and its header part is length-prefixed),
-// so no variant key equals a primary key or another URL's variant key.
+// secondary, where secondary is httpcache.VaryKey of the request for the
+// index's Vary value. A primary key never holds a 0x00 byte
+// (httpcache.BuildKey escapes control bytes in the target, and its header
+// part is length-prefixed), so no variant key equals a primary key or
+// another URL's variant key.
 //
 // The epoch is random per index: a new index (first variant, a changed
 // Vary value, or after an invalidation removed the index) makes every
@@ -43,7 +46,8 @@ import (
 // (which can differ in Via, X-Forwarded-* and hop-by-hop fields), so a
 // stored variant is only ever served to a request whose named fields equal
 // those the origin saw. A variant whose secondary key is longer than
-// maxVariantKeyLen is not stored. `Vary: *` is never stored (StoreDecision).
+// maxVariantKeyLen is not stored. `Vary: *` is never stored
+// (httpcache.StoreDecision).
 const (
 	variantIndexVersion = 1
 	maxVariantKeyLen    = 2048
@@ -150,7 +154,7 @@ func (s *Server) lookupVariant(ctx *fasthttp.RequestCtx, st *reqState, val []byt
 		return val, false
 	}
 	var ok bool
-	st.vk, ok = VaryKey(st.vk[:0], x.Vary, &ctx.Request.Header)
+	st.vk, ok = httpcache.VaryKey(st.vk[:0], x.Vary, &ctx.Request.Header)
 	if !ok || len(st.vk) > maxVariantKeyLen {
 		return val, false
 	}
@@ -168,12 +172,12 @@ func (s *Server) lookupVariant(ctx *fasthttp.RequestCtx, st *reqState, val []byt
 // it lists another Vary value). It reports false when the response cannot
 // be stored as a variant (Vary not usable, secondary key too long).
 func (s *Server) setVariant(f *fill, req *fasthttp.RequestHeader, h *fasthttp.ResponseHeader, expiry time.Time) bool {
-	vary := AppendVary(nil, h)
+	vary := httpcache.AppendVary(nil, h)
 	if len(bytes.TrimSpace(vary)) == 0 {
 		f.skey = f.rv.pkey
 		return true
 	}
-	vk, ok := VaryKey(nil, vary, req)
+	vk, ok := httpcache.VaryKey(nil, vary, req)
 	if !ok || len(vk) > maxVariantKeyLen {
 		return false
 	}

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"strings"
@@ -108,8 +108,8 @@ func TestVaryKeyBounds(t *testing.T) {
 
 func TestVaryStarAndAppendVary(t *testing.T) {
 	for v, want := range map[string]bool{"*": true, "a, *": true, " * ,b": true, "a": false, "": false, "**": false} {
-		if VaryStar([]byte(v)) != want {
-			t.Errorf("VaryStar(%q) != %v", v, want)
+		if varyStar([]byte(v)) != want {
+			t.Errorf("varyStar(%q) != %v", v, want)
 		}
 	}
 	h := testResponse(t, "200 OK", "Vary: Accept", "Vary: Accept-Encoding, X")
@@ -185,7 +185,7 @@ func FuzzVaryKey(f *testing.F) {
 			}
 			return
 		}
-		if VaryStar([]byte(vary)) {
+		if varyStar([]byte(vary)) {
 			t.Fatalf("Vary %q lists * but was accepted", vary)
 		}
 		m := varyDecode(t, string(k1))

@@ -1,11 +1,11 @@
-package proxy
+package httpcache
 
 // CacheControl is a parsed Cache-Control field (RFC 9111 §5.2), request or
 // response: the same struct holds both kinds of directive, and each rule
 // reads only the ones that apply to it.
 //
-// Parsing. ParseCacheControl resets the struct and parses one field value;
-// Add merges one more field line into what is already there, which is how
+// Parsing. parseCacheControl resets the struct and parses one field value;
+// add merges one more field line into what is already there, which is how
 // a message with several Cache-Control lines is read (RFC 9110 §5.3: lines
 // combine as one comma-separated list). The parser never allocates and
 // keeps no reference to the input: a CacheControl may be copied and kept.
@@ -53,38 +53,38 @@ type CacheControl struct {
 	StaleIfError         int64 // request and response (RFC 5861)
 }
 
-// ccDeltaMax is the value an overflowing delta-seconds becomes (§1.2.2).
-const ccDeltaMax = 1 << 31
+// deltaMax is the value an overflowing delta-seconds becomes (§1.2.2).
+const deltaMax = 1 << 31
 
-// ParseCacheControl resets cc and parses one Cache-Control field value into
+// parseCacheControl resets cc and parses one Cache-Control field value into
 // it. It never fails: see CacheControl for how bad input is read.
-func ParseCacheControl(cc *CacheControl, value []byte) {
-	cc.Reset()
-	cc.Add(value)
+func parseCacheControl(cc *CacheControl, value []byte) {
+	cc.reset()
+	cc.add(value)
 }
 
-// Reset sets cc to "no directives".
-func (cc *CacheControl) Reset() {
+// reset sets cc to "no directives".
+func (cc *CacheControl) reset() {
 	*cc = CacheControl{MaxAge: -1, SMaxAge: -1, MaxStale: -1, MinFresh: -1,
 		StaleWhileRevalidate: -1, StaleIfError: -1}
 }
 
-// Add merges the directives of one more Cache-Control field line into cc.
-// REQUIRES: cc was Reset (or parsed) before the first Add.
-func (cc *CacheControl) Add(value []byte) {
+// add merges the directives of one more Cache-Control field line into cc.
+// REQUIRES: cc was reset (or parsed) before the first add.
+func (cc *CacheControl) add(value []byte) {
 	for len(value) > 0 {
 		var name, arg []byte
 		var hasArg bool
-		name, arg, hasArg, value = ccNext(value)
+		name, arg, hasArg, value = nextDirective(value)
 		if len(name) > 0 {
 			cc.apply(name, arg, hasArg)
 		}
 	}
 }
 
-// ccNext splits off the first list element of v: its name, its argument
+// nextDirective splits off the first list element of v: its name, its argument
 // (unquoted, escapes left in place) and whether '=' followed the name.
-func ccNext(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
+func nextDirective(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
 	i := 0
 	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == ',') {
 		i++
@@ -95,15 +95,15 @@ func ccNext(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
 	}
 	name = v[start:i]
 	if i == len(v) || v[i] == ',' {
-		return ccTrimRight(name), nil, false, v[i:]
+		return trimRight(name), nil, false, v[i:]
 	}
-	if ccHasSpace(name) {
+	if hasSpace(name) {
 		// `max-age =5`: the name is not a token; skip the element.
 		name = nil
 	}
 	i++ // '='
 	if i < len(v) && v[i] == '"' {
-		end := ccQuotedEnd(v, i)
+		end := quotedEnd(v, i)
 		arg = v[i+1 : end]
 		i = end
 		if i < len(v) {
@@ -118,12 +118,12 @@ func ccNext(v []byte) (name, arg []byte, hasArg bool, rest []byte) {
 	for i < len(v) && v[i] != ',' {
 		i++
 	}
-	return name, ccTrimRight(v[s:i]), true, v[i:]
+	return name, trimRight(v[s:i]), true, v[i:]
 }
 
-// ccQuotedEnd returns the index of the quote closing the quoted string that
+// quotedEnd returns the index of the quote closing the quoted string that
 // opens at v[open], or len(v) when it is unterminated.
-func ccQuotedEnd(v []byte, open int) int {
+func quotedEnd(v []byte, open int) int {
 	for i := open + 1; i < len(v); i++ {
 		switch v[i] {
 		case '\\':
@@ -135,14 +135,7 @@ func ccQuotedEnd(v []byte, open int) int {
 	return len(v)
 }
 
-func ccTrimRight(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func ccHasSpace(b []byte) bool {
+func hasSpace(b []byte) bool {
 	for _, c := range b {
 		if c == ' ' || c == '\t' {
 			return true
@@ -151,49 +144,31 @@ func ccHasSpace(b []byte) bool {
 	return false
 }
 
-// ccEqualFold reports whether b equals the lower-case ASCII string s,
-// ignoring ASCII case in b.
-func ccEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // apply records one directive. Boolean directives ignore any argument.
 func (cc *CacheControl) apply(name, arg []byte, hasArg bool) {
 	switch len(name) {
 	case 6:
 		cc.applyBool(name, &cc.Public, "public")
 	case 7:
-		if ccEqualFold(name, "max-age") {
-			ccSetDelta(&cc.MaxAge, arg, hasArg)
+		if equalLower(name, "max-age") {
+			setDelta(&cc.MaxAge, arg, hasArg)
 		} else {
 			cc.applyBool(name, &cc.Private, "private")
 		}
 	case 8:
-		if ccEqualFold(name, "no-cache") {
+		if equalLower(name, "no-cache") {
 			cc.NoCache = true
-		} else if ccEqualFold(name, "no-store") {
+		} else if equalLower(name, "no-store") {
 			cc.NoStore = true
-		} else if ccEqualFold(name, "s-maxage") {
-			ccSetDelta(&cc.SMaxAge, arg, hasArg)
+		} else if equalLower(name, "s-maxage") {
+			setDelta(&cc.SMaxAge, arg, hasArg)
 		}
 	case 9:
-		if ccEqualFold(name, "immutable") {
+		if equalLower(name, "immutable") {
 			cc.Immutable = true
-		} else if ccEqualFold(name, "max-stale") {
+		} else if equalLower(name, "max-stale") {
 			cc.setMaxStale(arg, hasArg)
-		} else if ccEqualFold(name, "min-fresh") {
+		} else if equalLower(name, "min-fresh") {
 			cc.setMinFresh(arg, hasArg)
 		}
 	default:
@@ -202,27 +177,27 @@ func (cc *CacheControl) apply(name, arg []byte, hasArg bool) {
 }
 
 func (cc *CacheControl) applyBool(name []byte, dst *bool, want string) {
-	if ccEqualFold(name, want) {
+	if equalLower(name, want) {
 		*dst = true
 	}
 }
 
 func (cc *CacheControl) applyLong(name, arg []byte, hasArg bool) {
 	switch {
-	case ccEqualFold(name, "no-transform"):
+	case equalLower(name, "no-transform"):
 		cc.NoTransform = true
-	case ccEqualFold(name, "must-revalidate"):
+	case equalLower(name, "must-revalidate"):
 		cc.MustRevalidate = true
-	case ccEqualFold(name, "proxy-revalidate"):
+	case equalLower(name, "proxy-revalidate"):
 		cc.ProxyRevalidate = true
-	case ccEqualFold(name, "must-understand"):
+	case equalLower(name, "must-understand"):
 		cc.MustUnderstand = true
-	case ccEqualFold(name, "only-if-cached"):
+	case equalLower(name, "only-if-cached"):
 		cc.OnlyIfCached = true
-	case ccEqualFold(name, "stale-while-revalidate"):
-		ccSetDelta(&cc.StaleWhileRevalidate, arg, hasArg)
-	case ccEqualFold(name, "stale-if-error"):
-		ccSetDelta(&cc.StaleIfError, arg, hasArg)
+	case equalLower(name, "stale-while-revalidate"):
+		setDelta(&cc.StaleWhileRevalidate, arg, hasArg)
+	case equalLower(name, "stale-if-error"):
+		setDelta(&cc.StaleIfError, arg, hasArg)
 	}
 }
 
@@ -231,11 +206,11 @@ func (cc *CacheControl) setMaxStale(arg []byte, hasArg bool) {
 		cc.MaxStaleAny = true
 		return
 	}
-	ccSetDelta(&cc.MaxStale, arg, true)
+	setDelta(&cc.MaxStale, arg, true)
 }
 
 func (cc *CacheControl) setMinFresh(arg []byte, hasArg bool) {
-	n, ok := ccParseDelta(arg)
+	n, ok := parseDelta(arg)
 	if !hasArg || !ok {
 		return
 	}
@@ -244,10 +219,10 @@ func (cc *CacheControl) setMinFresh(arg []byte, hasArg bool) {
 	}
 }
 
-// ccSetDelta stores a freshness-granting delta-seconds: invalid or
+// setDelta stores a freshness-granting delta-seconds: invalid or
 // conflicting values become 0 (see CacheControl).
-func ccSetDelta(dst *int64, arg []byte, hasArg bool) {
-	n, ok := ccParseDelta(arg)
+func setDelta(dst *int64, arg []byte, hasArg bool) {
+	n, ok := parseDelta(arg)
 	if !hasArg || !ok {
 		n = 0
 	}
@@ -257,9 +232,9 @@ func ccSetDelta(dst *int64, arg []byte, hasArg bool) {
 	*dst = n
 }
 
-// ccParseDelta parses delta-seconds (§1.2.2): one or more digits, capped at
+// parseDelta parses delta-seconds (§1.2.2): one or more digits, capped at
 // 2^31. It reports false for anything else.
-func ccParseDelta(b []byte) (int64, bool) {
+func parseDelta(b []byte) (int64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -268,9 +243,9 @@ func ccParseDelta(b []byte) (int64, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if n < ccDeltaMax {
+		if n < deltaMax {
 			n = n*10 + int64(c-'0')
 		}
 	}
-	return min(n, ccDeltaMax), true
+	return min(n, deltaMax), true
 }

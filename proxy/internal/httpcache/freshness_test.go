@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"testing"
@@ -17,13 +17,13 @@ func TestEvaluate(t *testing.T) {
 	}
 	req := func(cc string) RequestPolicy {
 		var rp RequestPolicy
-		ParseCacheControl(&rp.CC, []byte(cc))
+		parseCacheControl(&rp.CC, []byte(cc))
 		rp.Cacheable = true
 		return rp
 	}
-	grace := DefaultPolicyOptions()
+	grace := defaultPolicyOptions()
 	grace.Grace = 100 * s
-	def := DefaultPolicyOptions()
+	def := defaultPolicyOptions()
 	tests := []struct {
 		name    string
 		fi      FreshnessInfo
@@ -116,7 +116,7 @@ func TestScenarios(t *testing.T) {
 		{"§5.2.1.3 min-fresh with Age", []string{"Date: " + testDate(0), "Cache-Control: max-age=1500", "Age: 1000"}, 0, 0, []string{"Cache-Control: min-fresh=1000"}, MustValidate, true},
 		{"§5.4 Pragma no-cache", []string{"Date: " + testDate(0), "Cache-Control: max-age=1500"}, 0, 0, []string{"Pragma: no-cache"}, MustValidate, false},
 	}
-	o := DefaultPolicyOptions()
+	o := defaultPolicyOptions()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			origin := testRequest(t, "GET", "/")

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"github.com/valyala/fasthttp"
@@ -55,24 +55,18 @@ type SurrogateControl struct {
 	maxAgeRank uint8
 }
 
-// HeaderSurrogateControl and HeaderSurrogateCapability name the fields.
-const (
-	HeaderSurrogateControl    = "Surrogate-Control"
-	HeaderSurrogateCapability = "Surrogate-Capability"
-)
+// reset sets sc to "no directives".
+func (sc *SurrogateControl) reset() { *sc = SurrogateControl{MaxAge: -1} }
 
-// Reset sets sc to "no directives".
-func (sc *SurrogateControl) Reset() { *sc = SurrogateControl{MaxAge: -1} }
-
-// Add merges the directives of one Surrogate-Control field line that apply
+// add merges the directives of one Surrogate-Control field line that apply
 // to the surrogate named token (case-insensitive). It never fails: junk is
 // skipped. It does not allocate.
-// REQUIRES: sc was Reset before the first Add.
-func (sc *SurrogateControl) Add(line []byte, token string) {
+// REQUIRES: sc was reset before the first add.
+func (sc *SurrogateControl) add(line []byte, token string) {
 	for len(line) > 0 {
 		var name, arg []byte
 		var hasArg bool
-		name, arg, hasArg, line = ccNext(line)
+		name, arg, hasArg, line = nextDirective(line)
 		var target []byte
 		if hasArg {
 			arg, target = surrogateTarget(arg)
@@ -81,7 +75,7 @@ func (sc *SurrogateControl) Add(line []byte, token string) {
 		}
 		rank := uint8(1)
 		if target != nil {
-			if !ccEqualFoldString(target, token) {
+			if !equalFold(target, token) {
 				continue
 			}
 			rank = 2
@@ -95,7 +89,7 @@ func (sc *SurrogateControl) Add(line []byte, token string) {
 func surrogateTarget(v []byte) (value, target []byte) {
 	for i, c := range v {
 		if c == ';' {
-			return ccTrimRight(v[:i]), ccTrimSpace(v[i+1:])
+			return trimRight(v[:i]), trimSpace(v[i+1:])
 		}
 	}
 	return v, nil
@@ -103,9 +97,9 @@ func surrogateTarget(v []byte) (value, target []byte) {
 
 func (sc *SurrogateControl) apply(name, arg []byte, hasArg bool, rank uint8) {
 	switch {
-	case ccEqualFold(name, "no-store"), ccEqualFold(name, "no-store-remote"):
+	case equalLower(name, "no-store"), equalLower(name, "no-store-remote"):
 		sc.NoStore = true
-	case ccEqualFold(name, "max-age"):
+	case equalLower(name, "max-age"):
 		n, ok := surrogateMaxAge(arg, hasArg)
 		switch {
 		case rank > sc.maxAgeRank:
@@ -125,19 +119,19 @@ func surrogateMaxAge(arg []byte, hasArg bool) (int64, bool) {
 			break
 		}
 	}
-	n, ok := ccParseDelta(arg)
+	n, ok := parseDelta(arg)
 	if !hasArg || !ok {
 		return 0, false
 	}
 	return n, true
 }
 
-// ReadSurrogateControl fills sc from every Surrogate-Control line of h
+// readSurrogateControl fills sc from every Surrogate-Control line of h
 // addressed to token.
-func ReadSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
-	sc.Reset()
-	for _, line := range h.PeekAll(HeaderSurrogateControl) {
-		sc.Add(line, token)
+func readSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
+	sc.reset()
+	for _, line := range h.PeekAll(surrogateControl) {
+		sc.add(line, token)
 	}
 }
 
@@ -147,7 +141,7 @@ func applySurrogate(si *StoreInfo) {
 	if si.Surrogate.MaxAge < 0 {
 		return
 	}
-	si.Lifetime = ageSeconds(si.Surrogate.MaxAge)
+	si.Lifetime = Seconds(si.Surrogate.MaxAge)
 	si.Heuristic = false
 	si.NoCache = false
 }
@@ -156,30 +150,3 @@ func applySurrogate(si *StoreInfo) {
 // max-age takes Cache-Control's no-store, no-cache and private out of
 // strata's decision.
 func (si *StoreInfo) surrogateOverrides() bool { return si.Surrogate.MaxAge >= 0 }
-
-func ccTrimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	return ccTrimRight(b)
-}
-
-// ccEqualFoldString compares b and s ignoring ASCII case in both.
-func ccEqualFoldString(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"bufio"
@@ -56,6 +56,15 @@ func testResponse(t testing.TB, status string, headers ...string) *fasthttp.Resp
 		t.Fatalf("parsing test response: %v\n%s", err, b.String())
 	}
 	return h
+}
+
+// defaultPolicyOptions returns the defaults proxy applies: a shared
+// cache, heuristic fraction 0.1 capped at 24h, no default TTL, Set-Cookie
+// not stored, no grace.
+func defaultPolicyOptions() PolicyOptions {
+	o := PolicyOptions{Shared: true}
+	o.EnsureDefaults()
+	return o
 }
 
 var testNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -125,16 +134,16 @@ func testExpect(t *testing.T, ok bool, format string, args ...any) {
 }
 
 func TestStoreDecision(t *testing.T) {
-	shared := DefaultPolicyOptions()
-	private := DefaultPolicyOptions()
+	shared := defaultPolicyOptions()
+	private := defaultPolicyOptions()
 	private.Shared = false
-	withTTL := DefaultPolicyOptions()
+	withTTL := defaultPolicyOptions()
 	withTTL.DefaultTTL = time.Minute
-	cookies := DefaultPolicyOptions()
+	cookies := defaultPolicyOptions()
 	cookies.StoreSetCookie = true
-	noHeur := DefaultPolicyOptions()
+	noHeur := defaultPolicyOptions()
 	noHeur.HeuristicFraction = -1
-	graced := DefaultPolicyOptions()
+	graced := defaultPolicyOptions()
 	graced.Grace = time.Hour
 	d0 := "Date: " + testDate(0)
 	tests := []struct {
@@ -216,7 +225,7 @@ func TestStoreDecision(t *testing.T) {
 }
 
 func TestStoreDecisionFields(t *testing.T) {
-	o := DefaultPolicyOptions()
+	o := defaultPolicyOptions()
 	req := testRequest(t, "GET", "/x")
 	var rp RequestPolicy
 	ParseRequest(&rp, &req.Header)
@@ -250,7 +259,7 @@ func TestStoreDecisionFields(t *testing.T) {
 }
 
 func TestPolicyOptions(t *testing.T) {
-	d := DefaultPolicyOptions()
+	d := defaultPolicyOptions()
 	if !d.Shared || d.HeuristicFraction != 0.1 || d.HeuristicMax != 24*time.Hour || d.DefaultTTL != 0 || d.StoreSetCookie || d.Grace != 0 {
 		t.Errorf("defaults: %+v", d)
 	}
@@ -276,7 +285,7 @@ func TestPolicyAllocs(t *testing.T) {
 	req := testRequest(t, "GET", "/x", "Cache-Control: max-age=5", "Cache-Control: no-transform", "Pragma: no-cache", "Authorization: x")
 	h := testResponse(t, "200 OK", "Date: "+testDate(0), "Cache-Control: public, max-age=60", "Cache-Control: stale-if-error=5",
 		"Expires: "+testDate(60), "Last-Modified: "+testDate(-60), `ETag: "abc"`, "Age: 4", "Vary: Accept-Encoding")
-	o := DefaultPolicyOptions()
+	o := defaultPolicyOptions()
 	var rp RequestPolicy
 	var si StoreInfo
 	if n := testing.AllocsPerRun(100, func() { ParseRequest(&rp, &req.Header) }); n != 0 {

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // ccWant builds the expected CacheControl: absent numbers are -1.
 func ccWant(f func(cc *CacheControl)) CacheControl {
 	var cc CacheControl
-	cc.Reset()
+	cc.reset()
 	if f != nil {
 		f(&cc)
 	}
@@ -74,10 +74,10 @@ func TestParseCacheControl(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var cc CacheControl
-			cc.MaxAge = 12345 // ParseCacheControl must reset
-			ParseCacheControl(&cc, []byte(tt.in))
+			cc.MaxAge = 12345 // parseCacheControl must reset
+			parseCacheControl(&cc, []byte(tt.in))
 			if cc != tt.want {
-				t.Errorf("ParseCacheControl(%q)\n got %+v\nwant %+v", tt.in, cc, tt.want)
+				t.Errorf("parseCacheControl(%q)\n got %+v\nwant %+v", tt.in, cc, tt.want)
 			}
 		})
 	}
@@ -98,9 +98,9 @@ func TestCacheControlAddLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var cc CacheControl
-			cc.Reset()
+			cc.reset()
 			for _, l := range tt.lines {
-				cc.Add([]byte(l))
+				cc.add([]byte(l))
 			}
 			if cc != tt.want {
 				t.Errorf("got %+v\nwant %+v", cc, tt.want)
@@ -115,8 +115,8 @@ func TestParseCacheControlAllocs(t *testing.T) {
 	}
 	v := []byte(`public, max-age=3600, s-maxage=60, ext="a, b", stale-while-revalidate=30, no-transform`)
 	var cc CacheControl
-	if n := testing.AllocsPerRun(100, func() { ParseCacheControl(&cc, v) }); n != 0 {
-		t.Errorf("ParseCacheControl allocates %v times per run, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { parseCacheControl(&cc, v) }); n != 0 {
+		t.Errorf("parseCacheControl allocates %v times per run, want 0", n)
 	}
 }
 
@@ -127,9 +127,9 @@ func FuzzParseCacheControl(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var cc CacheControl
-		ParseCacheControl(&cc, []byte(s))
+		parseCacheControl(&cc, []byte(s))
 		for _, v := range []int64{cc.MaxAge, cc.SMaxAge, cc.MaxStale, cc.MinFresh, cc.StaleWhileRevalidate, cc.StaleIfError} {
-			if v < -1 || v > ccDeltaMax {
+			if v < -1 || v > deltaMax {
 				t.Fatalf("%q: value %d out of [-1, 2^31]: %+v", s, v, cc)
 			}
 		}
@@ -138,7 +138,7 @@ func FuzzParseCacheControl(f *testing.F) {
 		// are left out: an unterminated one swallows the copy.)
 		if !strings.Contains(s, `"`) {
 			var twice CacheControl
-			ParseCacheControl(&twice, []byte(s+","+s))
+			parseCacheControl(&twice, []byte(s+","+s))
 			if twice != cc {
 				t.Fatalf("%q: doubled list differs:\n%+v\n%+v", s, cc, twice)
 			}

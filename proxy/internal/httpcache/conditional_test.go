@@ -1,8 +1,10 @@
-package proxy
+package httpcache
 
 import (
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestETagMatch(t *testing.T) {
@@ -21,7 +23,7 @@ func TestETagMatch(t *testing.T) {
 		{`abc`, `abc`, true, true}, // unquoted: compared as sent
 	}
 	for _, tt := range tests {
-		if got := ETagMatchWeak([]byte(tt.a), []byte(tt.b)); got != tt.weak {
+		if got := etagMatchWeak([]byte(tt.a), []byte(tt.b)); got != tt.weak {
 			t.Errorf("RFC 9110 §8.8.3.2 weak(%q, %q) = %v", tt.a, tt.b, got)
 		}
 		if got := ETagMatchStrong([]byte(tt.a), []byte(tt.b)); got != tt.strong {
@@ -85,5 +87,71 @@ func TestNotModifiedAllocs(t *testing.T) {
 	req = testRequest(t, "GET", "/", "If-Modified-Since: "+testDate(0))
 	if n := testing.AllocsPerRun(100, func() { NotModified(&req.Header, nil, testNow) }); n != 0 {
 		t.Errorf("NotModified (IMS) allocates %v times per run, want 0", n)
+	}
+}
+
+func TestIfRange(t *testing.T) {
+	lm := testNow.Add(-time.Hour)
+	lmDate := "If-Range: " + testDate(-3600)
+	tests := []struct {
+		name     string
+		headers  []string
+		etag     string
+		lm, date time.Time
+		want     bool
+	}{
+		{"§13.1.5 absent", nil, `"a"`, lm, testNow, true},
+		{"§13.1.5 strong match", []string{`If-Range: "a"`}, `"a"`, lm, testNow, true},
+		{"§13.1.5 mismatch", []string{`If-Range: "b"`}, `"a"`, lm, testNow, false},
+		{"§13.1.5 weak never matches", []string{`If-Range: W/"a"`}, `W/"a"`, lm, testNow, false},
+		{"§13.1.5 weak stored tag", []string{`If-Range: "a"`}, `W/"a"`, lm, testNow, false},
+		{"§13.1.5 date equal and strong", []string{lmDate}, "", lm, testNow, true},
+		{"§8.8.2.2 date within 60s of Date is weak", []string{lmDate}, "", lm, lm.Add(30 * time.Second), false},
+		{"§13.1.5 date differs", []string{"If-Range: " + testDate(-3599)}, "", lm, testNow, false},
+		{"§13.1.5 no Last-Modified", []string{lmDate}, `"a"`, time.Time{}, testNow, false},
+		{"§13.1.5 invalid value", []string{"If-Range: yesterday"}, `"a"`, lm, testNow, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := testRequest(t, "GET", "/", tt.headers...)
+			if got := IfRange(&req.Header, []byte(tt.etag), tt.lm, tt.date); got != tt.want {
+				t.Errorf("IfRange = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelects304(t *testing.T) {
+	lm := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	lmS := string(fasthttp.AppendHTTPDate(nil, lm))
+	other := string(fasthttp.AppendHTTPDate(nil, lm.Add(time.Second)))
+	for _, tc := range []struct {
+		name     string
+		etag     string
+		lm       time.Time
+		hdr      []string
+		selected bool
+	}{
+		{"strong equal", `"a"`, time.Time{}, []string{`ETag: "a"`}, true},
+		{"strong differs", `"a"`, time.Time{}, []string{`ETag: "b"`}, false},
+		{"strong vs stored weak", `W/"a"`, time.Time{}, []string{`ETag: "a"`}, false},
+		{"weak equal", `W/"a"`, time.Time{}, []string{`ETag: W/"a"`}, true},
+		{"weak vs stored strong", `"a"`, time.Time{}, []string{`ETag: W/"a"`}, false},
+		{"etag decides over lm", `"a"`, lm, []string{`ETag: "b"`, "Last-Modified: " + lmS}, false},
+		{"lm equal", "", lm, []string{"Last-Modified: " + lmS}, true},
+		{"lm differs", "", lm, []string{"Last-Modified: " + other}, false},
+		{"lm invalid", "", lm, []string{"Last-Modified: soon"}, false},
+		{"none confirms the stored response", `"a"`, lm, nil, true},
+		{"none, stored has none", "", time.Time{}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var etag []byte
+			if tc.etag != "" {
+				etag = []byte(tc.etag)
+			}
+			if got := Selects304(testResponse(t, "304 Not Modified", tc.hdr...), etag, tc.lm); got != tc.selected {
+				t.Fatalf("selected %v, want %v", got, tc.selected)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"time"
@@ -6,11 +6,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ETagMatchWeak is the weak comparison of two entity-tags (RFC 9110
+// etagMatchWeak is the weak comparison of two entity-tags (RFC 9110
 // §8.8.3.2): their opaque-tags are equal, either or both may be weak
 // ("W/" prefix). Empty tags never match. Tags are compared as sent, quotes
 // included; a tag without quotes (a broken origin) only matches itself.
-func ETagMatchWeak(a, b []byte) bool {
+func etagMatchWeak(a, b []byte) bool {
 	_, oa := etagSplit(a)
 	_, ob := etagSplit(b)
 	return len(oa) > 0 && string(oa) == string(ob)
@@ -27,8 +27,7 @@ func ETagMatchStrong(a, b []byte) bool {
 // etagSplit trims whitespace and splits off the weak indicator, which is
 // case-sensitive ("W/", RFC 9110 §8.8.3).
 func etagSplit(t []byte) (weak bool, opaque []byte) {
-	sp := varyTrim(t, varySpan{0, len(t)})
-	t = t[sp.s:sp.e]
+	t = trimSpace(t)
 	if len(t) >= 2 && t[0] == 'W' && t[1] == '/' {
 		return true, t[2:]
 	}
@@ -59,7 +58,7 @@ func etagNext(v []byte) (member, rest []byte) {
 	for i < len(v) && v[i] != ',' { // unquoted tag, or junk after the quote
 		i++
 	}
-	return ccTrimRight(v[s:i]), v[i:]
+	return trimRight(v[s:i]), v[i:]
 }
 
 // NotModified reports whether a request may be answered 304 Not Modified
@@ -92,7 +91,7 @@ func NotModified(req *fasthttp.RequestHeader, etag []byte, lastModified time.Tim
 	if len(ims) != 1 || lastModified.IsZero() {
 		return false
 	}
-	t, ok := httpDate(ims[0])
+	t, ok := ParseDate(ims[0])
 	return ok && !lastModified.After(t)
 }
 
@@ -104,9 +103,64 @@ func etagListMatches(list, etag []byte) bool {
 		if len(m) == 1 && m[0] == '*' {
 			return true
 		}
-		if len(m) > 0 && ETagMatchWeak(m, etag) {
+		if len(m) > 0 && etagMatchWeak(m, etag) {
 			return true
 		}
 	}
 	return false
+}
+
+// IfRange reports whether the Range of req applies to a stored response
+// with the given ETag, Last-Modified and Date (RFC 9110 §13.1.5): true when
+// If-Range is absent; for an entity-tag, when it matches etag strongly; for
+// an HTTP-date, when it equals lastModified exactly and lastModified is a
+// strong validator, i.e. at least 60 seconds before date (§8.8.2.2). An
+// invalid If-Range is false. False means: ignore Range, send the whole
+// representation with 200.
+func IfRange(req *fasthttp.RequestHeader, etag []byte, lastModified, date time.Time) bool {
+	lines := req.PeekAll(fasthttp.HeaderIfRange)
+	if len(lines) == 0 {
+		return true
+	}
+	if len(lines) > 1 {
+		return false
+	}
+	v := lines[0]
+	v = trimSpace(v)
+	if len(v) > 0 && v[0] == '"' || len(v) > 1 && v[0] == 'W' && v[1] == '/' {
+		return ETagMatchStrong(v, etag)
+	}
+	t, ok := ParseDate(v)
+	if !ok || lastModified.IsZero() || date.IsZero() {
+		return false
+	}
+	return t.Equal(lastModified) && date.Sub(lastModified) >= time.Minute
+}
+
+// Selects304 is RFC 9111 §4.3.4's selection for one stored response, with
+// the given ETag (nil when none) and Last-Modified (zero when none), to
+// which a request was made conditional and which the 304 with headers h
+// answers: a strong ETag in the 304 selects it if it has the same strong
+// ETag, a weak one the same weak ETag; without an ETag, a Last-Modified
+// selects it if it has the same Last-Modified. A 304 with no validator at
+// all is read as confirming it: the origin evaluated a precondition built
+// from its validators, and there is no other stored response it could mean
+// (§4.3.4's last rule names only a validator-less stored response; origins
+// that omit ETag from 304s, against RFC 9110 §15.4.5, are common, and
+// refetching for them would cost a full body each time). A 304 whose
+// validator contradicts it selects nothing.
+func Selects304(h *fasthttp.ResponseHeader, etag []byte, lastModified time.Time) bool {
+	if tag := h.Peek(fasthttp.HeaderETag); len(tag) > 0 {
+		weak, _ := etagSplit(tag)
+		storedWeak, _ := etagSplit(etag)
+		if !weak {
+			return ETagMatchStrong(tag, etag)
+		}
+		return storedWeak && etagMatchWeak(tag, etag)
+	}
+	if lm := h.Peek(fasthttp.HeaderLastModified); len(lm) > 0 {
+		t, ok := ParseDate(lm)
+		return ok && !lastModified.IsZero() && t.Equal(lastModified)
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"errors"
@@ -72,7 +72,7 @@ func TestBuildKeyEscapes(t *testing.T) {
 
 func TestBuildKeyManyParams(t *testing.T) {
 	var q []string
-	for i := maxKeyParams + 5; i > 0; i-- {
+	for i := maxQueryParams + 5; i > 0; i-- {
 		q = append(q, fmt.Sprintf("p%d=%d", i, i))
 	}
 	q = append(q, "utm=1")
@@ -80,7 +80,7 @@ func TestBuildKeyManyParams(t *testing.T) {
 	got := string(BuildKey(nil, []byte("http"), req, &KeyOptions{SortQuery: true, IgnoreParams: []string{"utm"}}))
 	want := "http://example.com /a?" + strings.Join(q[:len(q)-1], "&")
 	if got != want {
-		t.Errorf("over maxKeyParams: order must be kept, utm dropped\n got %q\nwant %q", got, want)
+		t.Errorf("over maxQueryParams: order must be kept, utm dropped\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -1,38 +1,18 @@
-package proxy
+package httpcache
 
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
-// Sentinel errors of the policy layer (the rest of the package's errors
-// live in errors.go). Check with errors.Is.
-var (
-	// ErrBadRange: the Range field is syntactically invalid, names another
-	// unit than bytes, or cannot be resolved (unknown size). RFC 9110 §14.2:
-	// ignore the field and answer 200 with the whole representation.
-	ErrBadRange = errors.New("proxy: bad Range")
-	// ErrTooManyRanges: more than MaxRanges range-specs, refused as a
-	// denial-of-service guard (RFC 9110 §14.2 lets a server ignore such a
-	// field). Answer as for ErrBadRange: 200 with the whole representation.
-	ErrTooManyRanges = errors.New("proxy: too many ranges in Range")
-	// ErrUnsatisfiableRange: no range-spec overlaps the representation:
-	// answer 416 with Content-Range: bytes */size (RFC 9110 §15.5.17).
-	ErrUnsatisfiableRange = errors.New("proxy: range not satisfiable")
-	// ErrPolicyOptions: PolicyOptions or KeyOptions failed Validate; the
-	// error wraps it and lists every problem.
-	ErrPolicyOptions = errors.New("proxy: invalid policy options")
-)
-
 // PolicyOptions configure the HTTP caching rules (RFC 9111).
 //
 // Shared defaults to true, which EnsureDefaults cannot do for a bool (it
-// cannot tell an explicit false from an unset field): start from
-// DefaultPolicyOptions and decode the YAML over it.
+// cannot tell an explicit false from an unset field): whoever owns the
+// options sets it (proxy.Options.EnsureDefaults forces it on).
 type PolicyOptions struct {
 	// Shared: the cache is shared (s-maxage, private, proxy-revalidate and
 	// the Authorization rule apply). Default true; a reverse proxy is one.
@@ -70,13 +50,9 @@ type PolicyOptions struct {
 	surrogateCap []byte // `<token>="Surrogate/1.0"`, built by EnsureDefaults
 }
 
-// DefaultPolicyOptions returns the defaults: a shared cache, heuristic
-// fraction 0.1 capped at 24h, no default TTL, Set-Cookie not stored, no grace.
-func DefaultPolicyOptions() PolicyOptions {
-	o := PolicyOptions{Shared: true}
-	o.EnsureDefaults()
-	return o
-}
+// SurrogateCapability is the Surrogate-Capability value strata sends,
+// `<token>="Surrogate/1.0"`, or nil before EnsureDefaults ran. Read-only.
+func (o *PolicyOptions) SurrogateCapability() []byte { return o.surrogateCap }
 
 // EnsureDefaults fills zero fields with their defaults (not Shared; see
 // PolicyOptions).
@@ -107,24 +83,10 @@ func (o *PolicyOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
 		}
 	}
-	if !isToken(o.SurrogateToken) {
+	if !isToken([]byte(o.SurrogateToken)) {
 		errs = append(errs, fmt.Errorf("surrogate_token %q is not an HTTP token", o.SurrogateToken))
 	}
 	return policyJoin(errs)
-}
-
-// isToken reports whether s is a non-empty HTTP token (RFC 9110 §5.6.2).
-func isToken(s string) bool {
-	for i := range len(s) {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c < 0x7f && c > ' ' && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
 
 func policyJoin(errs []error) error {
@@ -156,7 +118,7 @@ type RequestPolicy struct {
 	// Conditional: If-None-Match or If-Modified-Since is present; see
 	// NotModified.
 	Conditional bool
-	// HasRange: a Range field is present; see ParseRange and IfRange.
+	// HasRange: a Range field is present; see byterange.Parse and IfRange.
 	HasRange bool
 	// Reason says why Cacheable is false: "method" or "precondition".
 	Reason string
@@ -184,10 +146,10 @@ const (
 // headers must not have DisableNormalizing set.
 func ParseRequest(rp *RequestPolicy, h *fasthttp.RequestHeader) {
 	*rp = RequestPolicy{}
-	rp.CC.Reset()
+	rp.CC.reset()
 	lines := h.PeekAll(fasthttp.HeaderCacheControl)
 	for _, line := range lines {
-		rp.CC.Add(line)
+		rp.CC.add(line)
 	}
 	if len(lines) == 0 {
 		for _, line := range h.PeekAll(fasthttp.HeaderPragma) {
@@ -210,19 +172,6 @@ func ParseRequest(rp *RequestPolicy, h *fasthttp.RequestHeader) {
 	default:
 		rp.Cacheable = true
 	}
-}
-
-// listHasToken reports whether the comma-separated list v holds the token
-// want (lower case), compared case-insensitively.
-func listHasToken(v []byte, want string) bool {
-	for len(v) > 0 {
-		var m []byte
-		m, v = ageNextMember(v)
-		if ccEqualFold(m, want) {
-			return true
-		}
-	}
-	return false
 }
 
 // StoreInfo is StoreDecision's answer for one origin response.
@@ -297,13 +246,13 @@ type StoreInfo struct {
 
 func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, now time.Time, o *PolicyOptions) {
 	*si = StoreInfo{}
-	si.CC.Reset()
+	si.CC.reset()
 	for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
-		si.CC.Add(line)
+		si.CC.add(line)
 	}
-	si.Surrogate.Reset()
+	si.Surrogate.reset()
 	if !o.IgnoreSurrogateControl {
-		ReadSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
+		readSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
 	}
 	storeReadHeaders(si, h, now)
 	storeFreshness(si, status, h, o)
@@ -315,10 +264,10 @@ func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Res
 // storeReadHeaders fills the dates, Age and ETag.
 func storeReadHeaders(si *StoreInfo, h *fasthttp.ResponseHeader, now time.Time) {
 	si.Date, si.DateMissing = now, true
-	if d, ok := httpDate(h.Peek(fasthttp.HeaderDate)); ok {
+	if d, ok := ParseDate(h.Peek(fasthttp.HeaderDate)); ok {
 		si.Date, si.DateMissing = d, false
 	}
-	if lm, ok := httpDate(h.Peek(fasthttp.HeaderLastModified)); ok {
+	if lm, ok := ParseDate(h.Peek(fasthttp.HeaderLastModified)); ok {
 		si.LastModified = lm
 	}
 	si.Age = ResponseAge(h)
@@ -364,7 +313,7 @@ func storeHasSetCookie(h *fasthttp.ResponseHeader) bool {
 
 func storeVaryStar(h *fasthttp.ResponseHeader) bool {
 	for _, line := range h.PeekAll(fasthttp.HeaderVary) {
-		if VaryStar(line) {
+		if varyStar(line) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ type KeyOptions struct {
 	IgnoreQuery bool `yaml:"ignore_query"`
 	// SortQuery orders query parameters by name (stable: repeated names
 	// keep their relative order, since applications may read them in order).
-	// Default false. Queries with more than maxKeyParams parameters keep
+	// Default false. Queries with more than maxQueryParams parameters keep
 	// their order (they are still keyed correctly, only not merged).
 	SortQuery bool `yaml:"sort_query"`
 	// IgnoreParams names query parameters left out of the key (exact,
@@ -29,9 +29,9 @@ type KeyOptions struct {
 	IncludeHeaders []string `yaml:"include_headers"`
 }
 
-// maxKeyParams bounds the query parameters SortQuery sorts or IgnoreParams
+// maxQueryParams bounds the query parameters SortQuery sorts or IgnoreParams
 // filters in place; see KeyOptions.SortQuery.
-const maxKeyParams = 64
+const maxQueryParams = 64
 
 // EnsureDefaults: every default of KeyOptions is its zero value.
 func (o *KeyOptions) EnsureDefaults() {}
@@ -45,11 +45,11 @@ func (o *KeyOptions) Validate() error {
 		}
 	}
 	for i, h := range o.IncludeHeaders {
-		if !varyIsToken([]byte(h)) {
+		if !isToken([]byte(h)) {
 			errs = append(errs, fmt.Errorf("include_headers[%d] %q is not a field name", i, h))
 		}
 		if slices.IndexFunc(o.IncludeHeaders[:i], func(x string) bool {
-			return varyCompareFold([]byte(x), []byte(h)) == 0
+			return compareFold([]byte(x), []byte(h)) == 0
 		}) >= 0 {
 			errs = append(errs, fmt.Errorf("include_headers[%d] %q is listed twice", i, h))
 		}
@@ -92,53 +92,43 @@ func (o *KeyOptions) Validate() error {
 // header part is length-prefixed), so two requests whose normalised scheme,
 // host, target and included headers differ always get different keys.
 func BuildKey(dst []byte, scheme []byte, req *fasthttp.Request, o *KeyOptions) []byte {
-	host, target := keySplitTarget(req.Header.RequestURI())
+	host, target := splitTarget(req.Header.RequestURI())
 	absolute := host != nil
 	if !absolute {
 		host = req.Header.Host()
 	}
-	dst = keyAppendScheme(dst, scheme)
+	dst = appendScheme(dst, scheme)
 	dst = append(dst, "://"...)
-	dst = keyAppendHost(dst, host, scheme)
+	dst = appendHost(dst, host, scheme)
 	dst = append(dst, ' ')
 	if absolute && (len(target) == 0 || target[0] == '?') {
 		dst = append(dst, '/') // an empty path in absolute form is "/" (RFC 9112 §3.2.2)
 	}
-	return keyAppendTarget(dst, target, req, o)
+	return appendTarget(dst, target, req, o)
 }
 
-// keyAppendTarget writes the target and the included headers.
-func keyAppendTarget(dst, target []byte, req *fasthttp.Request, o *KeyOptions) []byte {
-	path, query, _ := keyCut(target, '?')
-	dst = keyAppendURIPart(dst, path)
+// appendTarget writes the target and the included headers.
+func appendTarget(dst, target []byte, req *fasthttp.Request, o *KeyOptions) []byte {
+	path, query, _ := cut(target, '?')
+	dst = appendURIPart(dst, path)
 	if !o.IgnoreQuery && len(query) > 0 {
-		dst = keyAppendQuery(dst, query, o)
+		dst = appendQuery(dst, query, o)
 	}
 	if len(o.IncludeHeaders) > 0 {
 		dst = append(dst, '\n')
 		for _, name := range o.IncludeHeaders {
-			dst = keyAppendHeader(dst, req.Header.PeekAll(name))
+			dst = appendIncludedHeader(dst, req.Header.PeekAll(name))
 		}
 	}
 	return dst
 }
 
-// keyCut is bytes.Cut for one byte.
-func keyCut(b []byte, c byte) (before, after []byte, found bool) {
-	for i, x := range b {
-		if x == c {
-			return b[:i], b[i+1:], true
-		}
-	}
-	return b, nil, false
-}
-
-// keySplitTarget splits an absolute-form request-target
+// splitTarget splits an absolute-form request-target
 // ("http://host/path") into its authority and the rest; for any other form
 // it returns a nil host and the target unchanged.
-func keySplitTarget(t []byte) (host, rest []byte) {
+func splitTarget(t []byte) (host, rest []byte) {
 	i := 0
-	for i < len(t) && (keySchemeByte(t[i]) || ('A' <= t[i] && t[i] <= 'Z')) {
+	for i < len(t) && (schemeByte(t[i]) || ('A' <= t[i] && t[i] <= 'Z')) {
 		i++
 	}
 	if i == 0 || len(t)-i < 3 || string(t[i:i+3]) != "://" {
@@ -159,48 +149,48 @@ func keySplitTarget(t []byte) (host, rest []byte) {
 	return host, rest
 }
 
-func keySchemeByte(c byte) bool {
+func schemeByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '.' || c == '-'
 }
 
-func keyAppendScheme(dst, scheme []byte) []byte {
+func appendScheme(dst, scheme []byte) []byte {
 	for _, c := range scheme {
-		c = varyLower(c)
-		if keySchemeByte(c) {
+		c = lower(c)
+		if schemeByte(c) {
 			dst = append(dst, c)
 		} else {
-			dst = keyAppendPct(dst, c)
+			dst = appendPct(dst, c)
 		}
 	}
 	return dst
 }
 
-const keyHex = "0123456789ABCDEF"
+const hexDigits = "0123456789ABCDEF"
 
-func keyAppendPct(dst []byte, c byte) []byte {
-	return append(dst, '%', keyHex[c>>4], keyHex[c&15])
+func appendPct(dst []byte, c byte) []byte {
+	return append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
 }
 
-// keyAppendHost writes the normalised host (see BuildKey).
-func keyAppendHost(dst, host, scheme []byte) []byte {
-	name, port := keySplitPort(host)
-	if len(port) == 1 || (len(port) > 1 && keyDefaultPort(scheme, port)) {
+// appendHost writes the normalised host (see BuildKey).
+func appendHost(dst, host, scheme []byte) []byte {
+	name, port := splitPort(host)
+	if len(port) == 1 || (len(port) > 1 && defaultPort(scheme, port)) {
 		host = name
 	}
 	for _, c := range host {
-		c = varyLower(c)
-		if keyHostByte(c) {
+		c = lower(c)
+		if hostByte(c) {
 			dst = append(dst, c)
 		} else {
-			dst = keyAppendPct(dst, c)
+			dst = appendPct(dst, c)
 		}
 	}
 	return dst
 }
 
-// keySplitPort splits "name:port" (name may be an IP literal in brackets);
+// splitPort splits "name:port" (name may be an IP literal in brackets);
 // port is nil when there is no ':' after the name.
-func keySplitPort(host []byte) (name, port []byte) {
+func splitPort(host []byte) (name, port []byte) {
 	i := len(host) - 1
 	for i >= 0 && '0' <= host[i] && host[i] <= '9' {
 		i--
@@ -215,19 +205,19 @@ func keySplitPort(host []byte) (name, port []byte) {
 	return name, host[i:]
 }
 
-// keyDefaultPort: port (with its ':') is the default one for scheme.
-func keyDefaultPort(scheme, port []byte) bool {
+// defaultPort: port (with its ':') is the default one for scheme.
+func defaultPort(scheme, port []byte) bool {
 	p := string(port[1:])
 	switch {
-	case ccEqualFold(scheme, "http"):
+	case equalLower(scheme, "http"):
 		return p == "80"
-	case ccEqualFold(scheme, "https"):
+	case equalLower(scheme, "https"):
 		return p == "443"
 	}
 	return false
 }
 
-func keyHostByte(c byte) bool {
+func hostByte(c byte) bool {
 	if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
 		return true
 	}
@@ -238,17 +228,17 @@ func keyHostByte(c byte) bool {
 	return false
 }
 
-// keyAppendURIPart writes a path or query segment: %xx upper-cased, raw
+// appendURIPart writes a path or query segment: %xx upper-cased, raw
 // controls, space and DEL escaped.
-func keyAppendURIPart(dst, b []byte) []byte {
+func appendURIPart(dst, b []byte) []byte {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		switch {
-		case c == '%' && i+2 < len(b) && keyIsHex(b[i+1]) && keyIsHex(b[i+2]):
-			dst = append(dst, '%', keyUpper(b[i+1]), keyUpper(b[i+2]))
+		case c == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]):
+			dst = append(dst, '%', upper(b[i+1]), upper(b[i+2]))
 			i += 2
 		case c <= ' ' || c == 0x7f:
-			dst = keyAppendPct(dst, c)
+			dst = appendPct(dst, c)
 		default:
 			dst = append(dst, c)
 		}
@@ -256,25 +246,25 @@ func keyAppendURIPart(dst, b []byte) []byte {
 	return dst
 }
 
-func keyIsHex(c byte) bool {
+func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-func keyUpper(c byte) byte {
+func upper(c byte) byte {
 	if 'a' <= c && c <= 'z' {
 		return c - ('a' - 'A')
 	}
 	return c
 }
 
-// keyAppendQuery writes "?" and the query filtered by IgnoreParams and
+// appendQuery writes "?" and the query filtered by IgnoreParams and
 // sorted by SortQuery, or nothing when no parameter is left.
-func keyAppendQuery(dst, q []byte, o *KeyOptions) []byte {
+func appendQuery(dst, q []byte, o *KeyOptions) []byte {
 	if !o.SortQuery && len(o.IgnoreParams) == 0 {
 		dst = append(dst, '?')
-		return keyAppendURIPart(dst, q)
+		return appendURIPart(dst, q)
 	}
-	var params [maxKeyParams]varySpan
+	var params [maxQueryParams]span
 	n := 0
 	for i := 0; i <= len(q); {
 		s := i
@@ -283,20 +273,20 @@ func keyAppendQuery(dst, q []byte, o *KeyOptions) []byte {
 		}
 		p := q[s:i]
 		i++
-		if !keyIgnored(p, o.IgnoreParams) {
+		if !ignoredParam(p, o.IgnoreParams) {
 			if n < len(params) {
-				params[n] = varySpan{s, s + len(p)}
+				params[n] = span{s, s + len(p)}
 			}
 			n++
 		}
 	}
 	if n > len(params) {
-		return keyAppendQueryInOrder(dst, q, o)
+		return appendQueryInOrder(dst, q, o)
 	}
 	list := params[:n]
 	if o.SortQuery {
-		slices.SortStableFunc(list, func(a, b varySpan) int {
-			return keyCompareNames(q[a.s:a.e], q[b.s:b.e])
+		slices.SortStableFunc(list, func(a, b span) int {
+			return compareParamNames(q[a.s:a.e], q[b.s:b.e])
 		})
 	}
 	if len(list) == 0 || (len(list) == 1 && list[0].s == list[0].e) {
@@ -307,18 +297,18 @@ func keyAppendQuery(dst, q []byte, o *KeyOptions) []byte {
 		if i > 0 {
 			dst = append(dst, '&')
 		}
-		dst = keyAppendURIPart(dst, q[sp.s:sp.e])
+		dst = appendURIPart(dst, q[sp.s:sp.e])
 	}
 	return dst
 }
 
-// keyAppendQueryInOrder filters without sorting (more than maxKeyParams).
-func keyAppendQueryInOrder(dst, q []byte, o *KeyOptions) []byte {
+// appendQueryInOrder filters without sorting (more than maxQueryParams).
+func appendQueryInOrder(dst, q []byte, o *KeyOptions) []byte {
 	first := true
 	for len(q) > 0 || first {
 		var p []byte
-		p, q, _ = keyCut(q, '&')
-		if keyIgnored(p, o.IgnoreParams) {
+		p, q, _ = cut(q, '&')
+		if ignoredParam(p, o.IgnoreParams) {
 			if len(q) == 0 {
 				break
 			}
@@ -330,18 +320,18 @@ func keyAppendQueryInOrder(dst, q []byte, o *KeyOptions) []byte {
 			dst = append(dst, '&')
 		}
 		first = false
-		dst = keyAppendURIPart(dst, p)
+		dst = appendURIPart(dst, p)
 	}
 	return dst
 }
 
-func keyParamName(p []byte) []byte {
-	name, _, _ := keyCut(p, '=')
+func paramName(p []byte) []byte {
+	name, _, _ := cut(p, '=')
 	return name
 }
 
-func keyCompareNames(a, b []byte) int {
-	x, y := keyParamName(a), keyParamName(b)
+func compareParamNames(a, b []byte) int {
+	x, y := paramName(a), paramName(b)
 	for i := range min(len(x), len(y)) {
 		if x[i] != y[i] {
 			return int(x[i]) - int(y[i])
@@ -350,11 +340,11 @@ func keyCompareNames(a, b []byte) int {
 	return len(x) - len(y)
 }
 
-func keyIgnored(p []byte, ignore []string) bool {
+func ignoredParam(p []byte, ignore []string) bool {
 	if len(ignore) == 0 {
 		return false
 	}
-	name := keyParamName(p)
+	name := paramName(p)
 	for _, s := range ignore {
 		if string(name) == s {
 			return true
@@ -363,8 +353,8 @@ func keyIgnored(p []byte, ignore []string) bool {
 	return false
 }
 
-// keyAppendHeader writes one included field (see BuildKey).
-func keyAppendHeader(dst []byte, lines [][]byte) []byte {
+// appendIncludedHeader writes one included field (see BuildKey).
+func appendIncludedHeader(dst []byte, lines [][]byte) []byte {
 	if len(lines) == 0 {
 		return append(dst, "!;"...)
 	}

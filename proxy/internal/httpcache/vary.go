@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"slices"
@@ -14,8 +14,6 @@ const maxVaryNames = 16
 // maxVaryElems bounds the list elements of one request field that are
 // sorted (Accept-Encoding); past it, elements keep their order.
 const maxVaryElems = 32
-
-type varySpan struct{ s, e int }
 
 // VaryKey appends to dst the secondary cache key (RFC 9111 §4.1) of req
 // for a stored response whose Vary field value is vary (all Vary lines
@@ -48,7 +46,7 @@ type varySpan struct{ s, e int }
 // absent). It does not allocate for field names up to 32 bytes (fasthttp's
 // PeekAll takes a string).
 func VaryKey(dst []byte, vary []byte, req *fasthttp.RequestHeader) ([]byte, bool) {
-	var names [maxVaryNames]varySpan
+	var names [maxVaryNames]span
 	n, ok := varyNames(vary, &names)
 	if !ok {
 		return dst, false
@@ -56,18 +54,18 @@ func VaryKey(dst []byte, vary []byte, req *fasthttp.RequestHeader) ([]byte, bool
 	for _, sp := range names[:n] {
 		name := vary[sp.s:sp.e]
 		for _, c := range name {
-			dst = append(dst, varyLower(c))
+			dst = append(dst, lower(c))
 		}
 		dst = varyAppendValue(dst, dst[len(dst)-len(name):], req.PeekAll(string(name)))
 	}
 	return dst, true
 }
 
-// VaryStar reports whether the Vary field value v lists "*".
-func VaryStar(v []byte) bool {
+// varyStar reports whether the Vary field value v lists "*".
+func varyStar(v []byte) bool {
 	for len(v) > 0 {
 		var m []byte
-		m, v = ageNextMember(v)
+		m, v = nextMember(v)
 		if len(m) == 1 && m[0] == '*' {
 			return true
 		}
@@ -88,20 +86,20 @@ func AppendVary(dst []byte, h *fasthttp.ResponseHeader) []byte {
 
 // varyNames collects the distinct names of the Vary value v into names,
 // sorted case-insensitively.
-func varyNames(v []byte, names *[maxVaryNames]varySpan) (int, bool) {
+func varyNames(v []byte, names *[maxVaryNames]span) (int, bool) {
 	n := 0
 	for i := 0; i < len(v); {
 		s := i
 		for i < len(v) && v[i] != ',' {
 			i++
 		}
-		sp := varyTrim(v, varySpan{s, i})
+		sp := trimSpan(v, span{s, i})
 		i++
 		if sp.s == sp.e {
 			continue
 		}
 		name := v[sp.s:sp.e]
-		if len(name) == 1 && name[0] == '*' || !varyIsToken(name) {
+		if len(name) == 1 && name[0] == '*' || !isToken(name) {
 			return 0, false
 		}
 		if varyHasName(v, names[:n], name) {
@@ -113,68 +111,19 @@ func varyNames(v []byte, names *[maxVaryNames]varySpan) (int, bool) {
 		names[n] = sp
 		n++
 	}
-	slices.SortFunc(names[:n], func(a, b varySpan) int {
-		return varyCompareFold(v[a.s:a.e], v[b.s:b.e])
+	slices.SortFunc(names[:n], func(a, b span) int {
+		return compareFold(v[a.s:a.e], v[b.s:b.e])
 	})
 	return n, true
 }
 
-func varyHasName(v []byte, have []varySpan, name []byte) bool {
+func varyHasName(v []byte, have []span, name []byte) bool {
 	for _, h := range have {
-		if varyCompareFold(v[h.s:h.e], name) == 0 {
+		if compareFold(v[h.s:h.e], name) == 0 {
 			return true
 		}
 	}
 	return false
-}
-
-func varyTrim(v []byte, sp varySpan) varySpan {
-	for sp.s < sp.e && (v[sp.s] == ' ' || v[sp.s] == '\t') {
-		sp.s++
-	}
-	for sp.e > sp.s && (v[sp.e-1] == ' ' || v[sp.e-1] == '\t') {
-		sp.e--
-	}
-	return sp
-}
-
-// varyIsToken: RFC 9110 §5.6.2 tchar only.
-func varyIsToken(b []byte) bool {
-	for _, c := range b {
-		if !varyTchar(c) {
-			return false
-		}
-	}
-	return len(b) > 0
-}
-
-func varyTchar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
-}
-
-func varyLower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-// varyCompareFold compares a and b ignoring ASCII case.
-func varyCompareFold(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if x, y := varyLower(a[i]), varyLower(b[i]); x != y {
-			return int(x) - int(y)
-		}
-	}
-	return len(a) - len(b)
 }
 
 // varyAppendValue appends the encoded value of one field (lname is the
@@ -215,7 +164,7 @@ func varyAppendRaw(dst []byte, lines [][]byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		sp := varyTrim(l, varySpan{0, len(l)})
+		sp := trimSpan(l, span{0, len(l)})
 		dst = append(dst, l[sp.s:sp.e]...)
 	}
 	return dst
@@ -232,7 +181,7 @@ func varyEach(lines [][]byte, f func(e varyElem)) {
 			for i < len(l) && l[i] != ',' {
 				i++
 			}
-			sp := varyTrim(l, varySpan{s, i})
+			sp := trimSpan(l, span{s, i})
 			i++
 			if sp.s < sp.e {
 				f(varyElem{li, sp.s, sp.e})
@@ -285,7 +234,7 @@ func varyAppendElem(dst, elem []byte, first *bool) []byte {
 	*first = false
 	for _, c := range elem {
 		if c != ' ' && c != '\t' {
-			dst = append(dst, varyLower(c))
+			dst = append(dst, lower(c))
 		}
 	}
 	return dst
@@ -309,7 +258,7 @@ func varyCompareNorm(a, b []byte) int {
 		case j == len(b):
 			return 1
 		}
-		if x, y := varyLower(a[i]), varyLower(b[j]); x != y {
+		if x, y := lower(a[i]), lower(b[j]); x != y {
 			return int(x) - int(y)
 		}
 		i++

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"time"
@@ -100,15 +100,15 @@ func Evaluate(fi *FreshnessInfo, age time.Duration, rp *RequestPolicy, o *Policy
 	switch {
 	case fi.NoCache || rp.CC.NoCache:
 		v.Freshness = MustValidate
-	case rp.CC.MaxAge >= 0 && age > ageSeconds(rp.CC.MaxAge):
+	case rp.CC.MaxAge >= 0 && age > Seconds(rp.CC.MaxAge):
 		v.Freshness = MustValidate
 	case fresh:
-		if rp.CC.MinFresh >= 0 && fi.Lifetime-age < ageSeconds(rp.CC.MinFresh) {
+		if rp.CC.MinFresh >= 0 && fi.Lifetime-age < Seconds(rp.CC.MinFresh) {
 			v.Freshness = MustValidate
 		}
 	case fi.MustRevalidate:
 		v.Freshness = MustValidate
-	case rp.CC.MaxStaleAny || (rp.CC.MaxStale >= 0 && v.Staleness <= ageSeconds(rp.CC.MaxStale)):
+	case rp.CC.MaxStaleAny || (rp.CC.MaxStale >= 0 && v.Staleness <= Seconds(rp.CC.MaxStale)):
 		v.Freshness = StaleServable
 	case withinWindow(v.Staleness, swrWindow(fi, o)):
 		v.Freshness = StaleRevalidate
@@ -130,7 +130,7 @@ func serveOnError(fi *FreshnessInfo, staleness time.Duration, fresh bool, rp *Re
 	}
 	w := fi.StaleIfError
 	if rp.CC.StaleIfError >= 0 {
-		w = max(w, ageSeconds(rp.CC.StaleIfError))
+		w = max(w, Seconds(rp.CC.StaleIfError))
 	}
 	if w < 0 && fi.StaleWhileRevalidate < 0 && o.Grace > 0 {
 		w = o.Grace
@@ -189,11 +189,11 @@ func storeFreshness(si *StoreInfo, status int, h *fasthttp.ResponseHeader, o *Po
 	si.Expires = storeExpires(h)
 	switch {
 	case o.Shared && cc.SMaxAge >= 0:
-		si.Lifetime = ageSeconds(cc.SMaxAge)
+		si.Lifetime = Seconds(cc.SMaxAge)
 	case cc.MaxAge >= 0:
-		si.Lifetime = ageSeconds(cc.MaxAge)
+		si.Lifetime = Seconds(cc.MaxAge)
 	case !si.Expires.IsZero():
-		si.Lifetime = min(max(0, si.Expires.Sub(si.Date)), ageSeconds(ccDeltaMax))
+		si.Lifetime = min(max(0, si.Expires.Sub(si.Date)), Seconds(deltaMax))
 	case heuristicStatus(status) || cc.Public:
 		si.Lifetime = heuristicLifetime(si, o)
 		si.Heuristic = si.Lifetime > 0
@@ -211,12 +211,12 @@ func storeExpires(h *fasthttp.ResponseHeader) time.Time {
 	if len(lines) == 0 {
 		return time.Time{}
 	}
-	t, ok := httpDate(lines[0])
+	t, ok := ParseDate(lines[0])
 	if !ok {
 		return expiresInvalid
 	}
 	for _, l := range lines[1:] {
-		if u, ok := httpDate(l); !ok || !u.Equal(t) {
+		if u, ok := ParseDate(l); !ok || !u.Equal(t) {
 			return expiresInvalid
 		}
 	}
@@ -246,5 +246,5 @@ func deltaOrNone(s int64) time.Duration {
 	if s < 0 {
 		return -1
 	}
-	return ageSeconds(s)
+	return Seconds(s)
 }

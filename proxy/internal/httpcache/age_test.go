@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"testing"
@@ -36,9 +36,9 @@ func TestParseAge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseAge([]byte(tt.in))
+			got, ok := parseAge([]byte(tt.in))
 			if got != tt.want || ok != tt.ok {
-				t.Errorf("ParseAge(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+				t.Errorf("parseAge(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
@@ -111,23 +111,23 @@ func FuzzParseAge(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := ParseAge([]byte(s))
-		if n < 0 || n > ccDeltaMax {
-			t.Fatalf("ParseAge(%q) = %d out of [0, 2^31]", s, n)
+		n, ok := parseAge([]byte(s))
+		if n < 0 || n > deltaMax {
+			t.Fatalf("parseAge(%q) = %d out of [0, 2^31]", s, n)
 		}
 		if !ok && n != 0 {
-			t.Fatalf("ParseAge(%q) = %d with ok=false", s, n)
+			t.Fatalf("parseAge(%q) = %d with ok=false", s, n)
 		}
 		// Only the first member counts (§5.1).
-		if first := ageFirstMember([]byte(s)); len(first) > 0 {
-			if m, ok2 := ParseAge(first); m != n || ok2 != ok {
-				t.Fatalf("ParseAge(%q) = %d, %v; its first member %q gives %d, %v", s, n, ok, first, m, ok2)
+		if first := firstMember([]byte(s)); len(first) > 0 {
+			if m, ok2 := parseAge(first); m != n || ok2 != ok {
+				t.Fatalf("parseAge(%q) = %d, %v; its first member %q gives %d, %v", s, n, ok, first, m, ok2)
 			}
 		}
 		// A single all-digit member round-trips below the cap.
-		if ok && n < ccDeltaMax && !ageHasComma(s) {
-			if m, ok2 := ParseAge([]byte(itoa(n))); !ok2 || m != n {
-				t.Fatalf("ParseAge(%q) = %d does not round-trip", s, n)
+		if ok && n < deltaMax && !ageHasComma(s) {
+			if m, ok2 := parseAge([]byte(itoa(n))); !ok2 || m != n {
+				t.Fatalf("parseAge(%q) = %d does not round-trip", s, n)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"time"
@@ -6,17 +6,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// httpDate parses an HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, and the
+// ParseDate parses an HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, and the
 // obsolete RFC 850 and asctime forms) with fasthttp.ParseHTTPDate. Values
 // whose length fits none of the three forms are refused before the parser
 // runs: fasthttp parses IMF-fixdate without allocating but falls back to
 // net/http (which allocates its error) for everything else, and a hostile
 // peer should not be able to make every request allocate.
-func httpDate(b []byte) (time.Time, bool) {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	b = ccTrimRight(b)
+func ParseDate(b []byte) (time.Time, bool) {
+	b = trimSpace(b)
 	// IMF-fixdate is 29 bytes, asctime 24, RFC 850 30 to 33.
 	if len(b) != 24 && (len(b) < 29 || len(b) > 33) {
 		return time.Time{}, false

@@ -1,4 +1,4 @@
-package proxy
+package httpcache
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ParseAge parses an Age field value (RFC 9111 §5.1): delta-seconds, a
+// parseAge parses an Age field value (RFC 9111 §5.1): delta-seconds, a
 // value over 2^31 becoming 2^31 (§1.2.2).
 //
 // Age is a singleton field, but senders and intermediaries do produce lists
@@ -16,7 +16,7 @@ import (
 // field value, discarding subsequent ones", and "if the field value (after
 // discarding additional members ...) is invalid (e.g., it contains
 // something other than a non-negative integer), a cache SHOULD ignore the
-// field". So ParseAge reads the first non-empty member (RFC 9110 §5.6.1:
+// field". So parseAge reads the first non-empty member (RFC 9110 §5.6.1:
 // empty list elements do not count) and reports false when that member is
 // not delta-seconds: empty, negative, fractional, with parameters
 // ("7200;foo=bar": Age is not a structured field) or anything else. The
@@ -30,49 +30,20 @@ import (
 // versions agree with the RFC; we follow the RFC, so age-parse-nonnumeric,
 // -negative, -float, -parameter, -numeric-parameter, -dup-0, -dup-0-twoline,
 // -dup-old and -prefix-twoline fail there on purpose.
-func ParseAge(v []byte) (int64, bool) {
-	if m := ageFirstMember(v); len(m) > 0 {
-		return ccParseDelta(m)
+func parseAge(v []byte) (int64, bool) {
+	if m := firstMember(v); len(m) > 0 {
+		return parseDelta(m)
 	}
 	return 0, false
 }
 
-// ageFirstMember returns the first non-empty member of the list v, or nil.
-func ageFirstMember(v []byte) []byte {
-	for len(v) > 0 {
-		var m []byte
-		m, v = ageNextMember(v)
-		if len(m) > 0 {
-			return m
-		}
-	}
-	return nil
-}
-
-// ageNextMember splits off the first comma-separated member of v, trimmed.
-func ageNextMember(v []byte) (member, rest []byte) {
-	i := 0
-	for i < len(v) && v[i] != ',' {
-		i++
-	}
-	member = v[:i]
-	for len(member) > 0 && (member[0] == ' ' || member[0] == '\t') {
-		member = member[1:]
-	}
-	member = ccTrimRight(member)
-	if i < len(v) {
-		i++
-	}
-	return member, v[i:]
-}
-
 // ResponseAge reads the Age field of h and returns the age in seconds, 0
 // when absent or invalid. Several Age lines are one list (RFC 9110 §5.3),
-// so the first member is on the first line that holds one (see ParseAge).
+// so the first member is on the first line that holds one (see parseAge).
 func ResponseAge(h *fasthttp.ResponseHeader) int64 {
 	for _, line := range h.PeekAll(fasthttp.HeaderAge) {
-		if m := ageFirstMember(line); len(m) > 0 {
-			n, ok := ccParseDelta(m)
+		if m := firstMember(line); len(m) > 0 {
+			n, ok := parseDelta(m)
 			if !ok {
 				return 0
 			}
@@ -91,7 +62,7 @@ func ResponseAge(h *fasthttp.ResponseHeader) int64 {
 //	resident_time         = now - response_time
 //	current_age           = corrected_initial_age + resident_time
 //
-// ageHeader is the Age value in seconds (ParseAge; 0 when absent), date the
+// ageHeader is the Age value in seconds (parseAge; 0 when absent), date the
 // response's Date (zero time when absent: the apparent age is then 0),
 // requestTime when the request that fetched it was sent and responseTime
 // when the response arrived. Two guards for clocks that step backwards,
@@ -104,7 +75,7 @@ func CurrentAge(ageHeader int64, date, requestTime, responseTime, now time.Time)
 		apparent = max(0, responseTime.Sub(date))
 	}
 	delay := max(0, responseTime.Sub(requestTime))
-	corrected := durAdd(ageSeconds(ageHeader), delay)
+	corrected := durAdd(Seconds(ageHeader), delay)
 	initial := max(apparent, corrected)
 	resident := max(0, now.Sub(responseTime))
 	return durAdd(initial, resident)
@@ -119,8 +90,8 @@ func durAdd(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// ageSeconds converts delta-seconds to a Duration, clamped to [0, 2^31] s
+// Seconds converts delta-seconds to a Duration, clamped to [0, 2^31] s
 // so no later sum can overflow.
-func ageSeconds(s int64) time.Duration {
-	return time.Duration(min(max(s, 0), ccDeltaMax)) * time.Second
+func Seconds(s int64) time.Duration {
+	return time.Duration(min(max(s, 0), deltaMax)) * time.Second
 }

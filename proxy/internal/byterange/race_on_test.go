@@ -1,0 +1,7 @@
+//go:build race
+
+package byterange
+
+// raceEnabled: the race detector instruments allocations, so the
+// zero-allocation tests skip themselves.
+const raceEnabled = true
