@@ -11,53 +11,53 @@ import (
 // filter then a rate limiter, each of which can be disabled.
 type Options struct {
 	// Frequency configures the TinyLFU filter. Enabled by default.
-	Frequency FrequencyOptions `yaml:"frequency"`
+	Frequency FrequencyOptions
 	// RateLimit configures the byte-rate limiter. Enabled by default.
-	RateLimit RateOptions `yaml:"rate_limit"`
+	RateLimit RateOptions
 }
 
 // RateOptions configures a RateLimiter.
 type RateOptions struct {
 	// Disabled leaves the limiter out of New's chain. Default false.
-	Disabled bool `yaml:"disabled"`
+	Disabled bool
 	// BytesPerSecond is the long-run disk write rate. Default 64 MiB/s.
-	BytesPerSecond int64 `yaml:"bytes_per_second"`
+	BytesPerSecond int64
 	// BurstBytes is the bucket's size: what may be written at once after an
 	// idle spell. Default one second's worth (BytesPerSecond); at most an
 	// hour's worth.
-	BurstBytes int64 `yaml:"burst_bytes"`
+	BurstBytes int64
 	// Clock is the time source. Default MonotonicClock(); tests inject a
 	// *ManualClock, owners with a coarse clock pass it.
-	Clock Clock `yaml:"-"`
+	Clock Clock
 }
 
 // FrequencyOptions configures a FrequencyFilter.
 type FrequencyOptions struct {
 	// Disabled leaves the filter out of New's chain. Default false.
-	Disabled bool `yaml:"disabled"`
+	Disabled bool
 	// MinFrequency is the estimated number of accesses in the current
 	// window a key needs to be admitted. Default 2 (one-hit wonders stay
 	// out); 1 to 16.
-	MinFrequency int `yaml:"min_frequency"`
+	MinFrequency int
 	// Keys is the number of distinct keys the sketch is sized for: one
 	// 8-byte word (16 four-bit counters) per key. Default 262144 (2 MiB);
 	// 64 to 2^30.
-	Keys int `yaml:"keys"`
+	Keys int
 	// Window is the number of Record calls after which every counter is
 	// halved and the doorkeeper cleared, so old popularity fades. The
 	// doorkeeper takes one byte per window sample. Default 10 × Keys;
 	// at least Keys, at most 2^34.
-	Window int64 `yaml:"window"`
+	Window int64
 	// Shards is the number of independent sketches (a power of two, at
 	// most 1024): concurrent Records touch different counters and halving
 	// pauses one shard at a time. Default: 4 × GOMAXPROCS rounded up to a
 	// power of two, reduced so that each shard keeps at least 4 KiB of
 	// counters.
-	Shards int `yaml:"shards"`
+	Shards int
 	// Seed keys the hash mixing, so clients cannot aim keys at chosen
 	// counters. Default 0: a random seed per filter. Set it only for
 	// reproducible tests.
-	Seed uint64 `yaml:"-"`
+	Seed uint64
 }
 
 // Defaults.

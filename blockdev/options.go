@@ -21,15 +21,15 @@ type Options struct {
 	// For a block device: 0 means the whole device; otherwise only the
 	// first Size bytes are used (an error if the device is smaller).
 	// Default 0.
-	Size int64 `yaml:"size"`
+	Size int64
 	// Direct asks for O_DIRECT. Where the file system refuses or cannot
 	// honour it (tmpfs), Open falls back to buffered I/O and logs one
 	// warning; IsDirect tells which one a device got. Default true; set
 	// it with new(false) to force buffered I/O.
-	Direct *bool `yaml:"direct"`
+	Direct *bool
 	// Logger receives Open's warnings (buffered fallback, ftruncate
 	// instead of fallocate). Default slog.Default().
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills unset fields with their defaults.

@@ -4,11 +4,18 @@ import (
 	"net/url"
 	"time"
 
+	"strata/admission"
 	"strata/hybrid"
+	"strata/proxy"
 )
 
-// Defaults of the fields whose zero value means "the default". default.yaml
-// spells out the same values; a test checks that they agree.
+// Defaults of the fields whose zero value means "the default": each is
+// the owning package's own (proxy.Default*, hybrid's, admission's), named
+// here once; only the binary's own settings (listeners, shutdown, logs)
+// and values derived from other keys (the admission burst: two regions)
+// are defined here. default.yaml spells them out; TestDefaultIsDefaults
+// checks the file against these and TestPackagesApplyDefaults against
+// what each package gives a zero field.
 const (
 	DefaultListen          = ":8080"
 	DefaultAdminListen     = "127.0.0.1:9090"
@@ -18,7 +25,7 @@ const (
 	DefaultBufferSize      = 4 * MiB
 	DefaultFlushers        = 2
 	DefaultReclaimers      = 1
-	DefaultAdmissionRate   = 64 * MiB
+	DefaultAdmissionRate   = admission.DefaultBytesPerSecond
 	DefaultRuntime         = "separated"
 	DefaultReadWorkers     = 8
 	DefaultWriteWorkers    = 2
@@ -29,26 +36,26 @@ const (
 	DefaultProbeInterval   = hybrid.DefaultProbeInterval
 	DefaultWritePolicy     = "eviction"
 	DefaultPromotion       = "second-hit"
-	DefaultSliceSize       = 1 * MiB
-	DefaultMaxObjectSize   = 256 * MiB
-	DefaultOriginMaxConns  = 512
-	DefaultOriginMaxHeader = 64 * KiB
-	DefaultConnectTimeout  = 5 * time.Second
-	DefaultReadTimeout     = 30 * time.Second
-	DefaultIdleTimeout     = 90 * time.Second
-	DefaultHeuristicFrac   = 0.1
-	DefaultHeuristicMax    = 24 * time.Hour
-	DefaultMaxVariants     = 16
-	DefaultMaxHeaderBytes  = 16 * KiB
-	DefaultMaxConns        = 10000
-	DefaultMaxFills        = 1024
-	DefaultMaxLargeFills   = 64
-	DefaultFillTimeout     = 10 * time.Minute
-	DefaultSurrogateToken  = "strata"
-	DefaultMaxRequestBody  = 16 * MiB
-	DefaultClientRead      = 30 * time.Second
-	DefaultClientWrite     = 10 * time.Minute
-	DefaultClientIdle      = 60 * time.Second
+	DefaultSliceSize       = proxy.DefaultSliceSize
+	DefaultMaxObjectSize   = proxy.DefaultMaxObjectSize
+	DefaultOriginMaxConns  = proxy.DefaultOriginMaxConns
+	DefaultOriginMaxHeader = proxy.DefaultOriginMaxHeaderBytes
+	DefaultConnectTimeout  = proxy.DefaultOriginConnectTimeout
+	DefaultReadTimeout     = proxy.DefaultOriginResponseTimeout
+	DefaultIdleTimeout     = proxy.DefaultOriginIdleTimeout
+	DefaultHeuristicFrac   = proxy.DefaultHeuristicFraction
+	DefaultHeuristicMax    = proxy.DefaultHeuristicMax
+	DefaultMaxVariants     = proxy.DefaultMaxVariants
+	DefaultMaxHeaderBytes  = proxy.DefaultMaxHeaderBytes
+	DefaultMaxConns        = proxy.DefaultMaxConns
+	DefaultMaxFills        = proxy.DefaultMaxFills
+	DefaultMaxLargeFills   = proxy.DefaultMaxLargeFills
+	DefaultFillTimeout     = proxy.DefaultFillTimeout
+	DefaultSurrogateToken  = proxy.DefaultSurrogateToken
+	DefaultMaxRequestBody  = proxy.DefaultMaxRequestBodySize
+	DefaultClientRead      = proxy.DefaultReadTimeout
+	DefaultClientWrite     = proxy.DefaultWriteTimeout
+	DefaultClientIdle      = proxy.DefaultClientIdleTimeout
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"

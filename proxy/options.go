@@ -31,37 +31,37 @@ type KeyOptions = httpcache.KeyOptions
 type OriginOptions struct {
 	// URL is the origin's base, http:// or https:// host[:port]; a path is
 	// not allowed. Required.
-	URL string `yaml:"url"`
+	URL string
 	// Hosts are the request Host values (without port, case-insensitive)
 	// routed to this origin.
-	Hosts []string `yaml:"hosts"`
+	Hosts []string
 	// Default marks the origin used when no Hosts entry matches. At most one.
-	Default bool `yaml:"default"`
+	Default bool
 	// HostHeader is HostPreserve (default) or HostOrigin.
-	HostHeader string `yaml:"host_header"`
+	HostHeader string
 	// CAFile is a PEM file of extra roots trusted for an https origin, on
 	// top of the system roots. Verification is always on.
-	CAFile string `yaml:"ca_file"`
+	CAFile string
 	// ConnectTimeout bounds dialling (and the TLS handshake). Default 5s.
-	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	ConnectTimeout time.Duration
 	// ResponseTimeout is the longest wait for the response headers and for
 	// each read of the body, so a stall timeout between bytes (see
 	// progressConn): an origin silent that long gets 504 (before headers)
 	// or a cut connection (mid-body), counted as a timeout. An origin that
 	// keeps sending, however slowly, is bounded by Options.FillTimeout
 	// only. Default 30s.
-	ResponseTimeout time.Duration `yaml:"response_timeout"`
-	// IdleTimeout closes keep-alive connections idle that long. Default 60s.
-	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	ResponseTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle that long. Default 90s.
+	IdleTimeout time.Duration
 	// MaxConns bounds connections to this origin. Default 512.
-	MaxConns int `yaml:"max_conns"`
+	MaxConns int
 	// MaxHeaderBytes bounds the status line and header block of the
 	// origin's responses (with its 1xx responses before it); a larger one
 	// is answered 502 (ErrOriginHeaderTooLarge) and not retried. It is the
 	// size of the read buffer each origin request holds while its response
 	// streams. Default 64 KiB (fasthttp's own 4 KiB refused large CSP,
 	// cookie and object-store metadata headers); 4 KiB..1 MiB.
-	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	MaxHeaderBytes int
 }
 
 // Options configure a Server. The zero value plus one origin works after
@@ -69,35 +69,35 @@ type OriginOptions struct {
 type Options struct {
 	// Origins to proxy to. At least one; exactly one may be Default (a
 	// single origin is the default by itself).
-	Origins []OriginOptions `yaml:"origins"`
+	Origins []OriginOptions
 	// Policy is the RFC 9111 policy. Shared is forced on: strata is a
 	// shared cache.
-	Policy PolicyOptions `yaml:"policy"`
+	Policy PolicyOptions
 	// Key configures the cache key.
-	Key KeyOptions `yaml:"key"`
+	Key KeyOptions
 	// SliceSize is the size of the body slices large objects are stored
 	// in; bodies up to it are stored inline with the metadata. Must fit a
 	// store entry (a disk region). Default 1 MiB; 4 KiB..16 MiB.
-	SliceSize int `yaml:"slice_size"`
+	SliceSize int
 	// MaxObjectSize: bodies larger than this are streamed through and not
-	// stored. Default 1 GiB.
-	MaxObjectSize int64 `yaml:"max_object_size"`
+	// stored. Default 256 MiB.
+	MaxObjectSize int64
 	// FillWindow is how many slices a fill keeps in memory for readers
 	// that have not yet caught up. Default 4; at least 2.
-	FillWindow int `yaml:"fill_window"`
+	FillWindow int
 	// MaxFills bounds concurrent shared fills; further misses stream from
 	// the origin uncached. Default 1024. A fill's buffers grow only with
 	// bytes that arrived, so a small object costs about its size; large
 	// bodies are bounded apart by MaxLargeFills. (64 made a busy edge pass
 	// most concurrent misses through uncached: the conformance suite runs
 	// 100 tests at once.)
-	MaxFills int `yaml:"max_fills"`
+	MaxFills int
 	// MaxLargeFills bounds the shared fills of large bodies (a declared
 	// length over 64 KiB, or none): each may hold FillWindow slices, so
 	// these dominate fill memory, which stays under MaxLargeFills ×
 	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
 	// it is streamed to its client unshared and not stored. Default 64.
-	MaxLargeFills int `yaml:"max_large_fills"`
+	MaxLargeFills int
 	// MaxStreamBytes bounds the buffers of responses served from stored
 	// sliced bodies: each holds one slice buffer while it streams, plus,
 	// for an object without a strong validator, the slices it reads before
@@ -105,94 +105,125 @@ type Options struct {
 	// that finds no room waits up to StreamWait, then is answered 503 with
 	// Retry-After; a read-ahead that finds no room is skipped. Default
 	// 256 MiB (configs sizes it from limits.memory).
-	MaxStreamBytes int64 `yaml:"-"`
+	MaxStreamBytes int64
 	// StreamWait is how long a response waits for MaxStreamBytes room.
 	// Default 1s.
-	StreamWait time.Duration `yaml:"-"`
+	StreamWait time.Duration
 	// MaxVariants bounds the variants (responses with Vary, one per
 	// secondary key) stored per URL; storing one more evicts the oldest.
 	// Default 16; 1..1024.
-	MaxVariants int `yaml:"max_variants"`
+	MaxVariants int
 	// RevalidateKeep is how long a stored response with a validator (ETag
 	// or Last-Modified) stays in the store past its freshness lifetime and
 	// stale windows, to be revalidated with a conditional request (a 304
 	// refreshes it without the body) rather than fetched again (Varnish's
 	// keep). Default 1h; negative: none.
-	RevalidateKeep time.Duration `yaml:"revalidate_keep"`
+	RevalidateKeep time.Duration
 	// StaleIfUnreachable: when the origin cannot be reached (connection
 	// error, timeout) a stored response stale by at most this long is
 	// served instead of 502/504, as RFC 9111 §4.2.4 lets a disconnected
 	// cache do, unless must-revalidate, proxy-revalidate, s-maxage or
 	// no-cache forbid it. Default 1h; negative: never (then only
 	// stale-if-error and Policy.Grace apply).
-	StaleIfUnreachable time.Duration `yaml:"stale_if_unreachable"`
+	StaleIfUnreachable time.Duration
 	// FillTimeout bounds a whole fill or slice fetch, headers and body,
 	// however steadily the origin sends (ResponseTimeout bounds each wait
 	// between bytes): past it the fill stops, its readers' connections are
 	// cut, nothing is stored, and it counts as an origin timeout. A pass
 	// (uncached) response is bounded by the client's WriteTimeout instead.
 	// Default 10m.
-	FillTimeout time.Duration `yaml:"fill_timeout"`
+	FillTimeout time.Duration
 	// FillLagWait is how long a stored fill holds back for a reader that
 	// has fallen a window behind before it lets that reader go on alone
 	// (reading slices back from the store, which may have dropped them).
 	// A reader slower than the origin thus slows the fill for at most this
 	// long, once. Default 5s.
-	FillLagWait time.Duration `yaml:"fill_lag_wait"`
+	FillLagWait time.Duration
 	// MaxHeaderBytes bounds a request's header; larger gets 431. Default 16 KiB.
-	MaxHeaderBytes int `yaml:"max_header_bytes"`
-	// MaxRequestBodySize bounds request bodies (413 beyond). Default 4 MiB.
-	MaxRequestBodySize int `yaml:"max_request_body_size"`
-	// MaxConns bounds client connections. Default 65536.
-	MaxConns int `yaml:"max_conns"`
+	MaxHeaderBytes int
+	// MaxRequestBodySize bounds request bodies (413 beyond). Default 16 MiB.
+	MaxRequestBodySize int
+	// MaxConns bounds client connections. Default 10000.
+	MaxConns int
 	// ReadTimeout and WriteTimeout bound client reads (a request) and
-	// writes (a response, whole). Defaults 30s and 0 (none: large
-	// bodies stream as slowly as the client reads).
-	ReadTimeout  time.Duration `yaml:"read_timeout"`
-	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// writes (a response, whole). Defaults 30s and 10m (large bodies take
+	// time); a negative WriteTimeout is none.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
 	// ClientIdleTimeout closes idle client keep-alive connections. Default 60s.
-	ClientIdleTimeout time.Duration `yaml:"client_idle_timeout"`
+	ClientIdleTimeout time.Duration
 	// ViaName is the pseudonym in Via and Cache-Status. Default "strata".
-	ViaName string `yaml:"via_name"`
+	ViaName string
 	// PurgeToken enables the admin POST /purge behind "Authorization:
 	// Bearer <token>". Empty disables purge (403).
-	PurgeToken string `yaml:"purge_token"`
+	PurgeToken string
 	// Purge bounds and persists purges by tag and prefix.
-	Purge PurgeOptions `yaml:"purge"`
+	Purge PurgeOptions
 	// Logger receives errors worth a look. Default: discard.
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 	// Registerer gets the proxy's metrics. Nil: no metrics.
-	Registerer prometheus.Registerer `yaml:"-"`
+	Registerer prometheus.Registerer
 	// Now is the clock. Default time.Now. Tests inject one.
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 }
+
+// Defaults of Options: a zero field means this value. They are the one
+// home of each default; configs and configs/default.yaml use them (a test
+// there checks that the file says the same).
+const (
+	DefaultSliceSize             = 1 << 20
+	DefaultMaxObjectSize         = 256 << 20
+	DefaultFillWindow            = 4
+	DefaultMaxFills              = 1024
+	DefaultMaxLargeFills         = 64
+	DefaultMaxStreamBytes        = 256 << 20
+	DefaultStreamWait            = time.Second
+	DefaultMaxVariants           = 16
+	DefaultRevalidateKeep        = time.Hour
+	DefaultStaleIfUnreachable    = time.Hour
+	DefaultFillTimeout           = 10 * time.Minute
+	DefaultFillLagWait           = 5 * time.Second
+	DefaultMaxHeaderBytes        = 16 << 10
+	DefaultMaxRequestBodySize    = 16 << 20
+	DefaultMaxConns              = 10000
+	DefaultReadTimeout           = 30 * time.Second
+	DefaultWriteTimeout          = 10 * time.Minute
+	DefaultClientIdleTimeout     = 60 * time.Second
+	DefaultViaName               = "strata"
+	DefaultOriginConnectTimeout  = 5 * time.Second
+	DefaultOriginResponseTimeout = 30 * time.Second
+	DefaultOriginIdleTimeout     = 90 * time.Second
+	DefaultOriginMaxConns        = 512
+	DefaultOriginMaxHeaderBytes  = 64 << 10
+	// The HTTP policy's, from httpcache (which configs cannot import).
+	DefaultHeuristicFraction = httpcache.DefaultHeuristicFraction
+	DefaultHeuristicMax      = httpcache.DefaultHeuristicMax
+	DefaultSurrogateToken    = httpcache.DefaultSurrogateToken
+)
 
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	o.Policy.EnsureDefaults()
 	o.Policy.Shared = true
-	setDefault(&o.SliceSize, 1<<20)
-	setDefault(&o.MaxObjectSize, 1<<30)
-	setDefault(&o.FillWindow, 4)
-	setDefault(&o.MaxFills, 1024)
-	if o.MaxStreamBytes == 0 {
-		o.MaxStreamBytes = 256 << 20
-	}
-	if o.StreamWait == 0 {
-		o.StreamWait = time.Second
-	}
-	setDefault(&o.MaxLargeFills, 64)
-	setDefault(&o.MaxVariants, 16)
-	setDefault(&o.RevalidateKeep, time.Hour)
-	setDefault(&o.StaleIfUnreachable, time.Hour)
-	setDefault(&o.FillTimeout, 10*time.Minute)
-	setDefault(&o.FillLagWait, 5*time.Second)
-	setDefault(&o.MaxHeaderBytes, 16<<10)
-	setDefault(&o.MaxRequestBodySize, 4<<20)
-	setDefault(&o.MaxConns, 65536)
-	setDefault(&o.ReadTimeout, 30*time.Second)
-	setDefault(&o.ClientIdleTimeout, 60*time.Second)
-	setDefault(&o.ViaName, "strata")
+	setDefault(&o.SliceSize, DefaultSliceSize)
+	setDefault(&o.MaxObjectSize, DefaultMaxObjectSize)
+	setDefault(&o.FillWindow, DefaultFillWindow)
+	setDefault(&o.MaxFills, DefaultMaxFills)
+	setDefault(&o.MaxStreamBytes, DefaultMaxStreamBytes)
+	setDefault(&o.StreamWait, DefaultStreamWait)
+	setDefault(&o.MaxLargeFills, DefaultMaxLargeFills)
+	setDefault(&o.MaxVariants, DefaultMaxVariants)
+	setDefault(&o.RevalidateKeep, DefaultRevalidateKeep)
+	setDefault(&o.StaleIfUnreachable, DefaultStaleIfUnreachable)
+	setDefault(&o.FillTimeout, DefaultFillTimeout)
+	setDefault(&o.FillLagWait, DefaultFillLagWait)
+	setDefault(&o.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&o.MaxRequestBodySize, DefaultMaxRequestBodySize)
+	setDefault(&o.MaxConns, DefaultMaxConns)
+	setDefault(&o.ReadTimeout, DefaultReadTimeout)
+	setDefault(&o.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&o.ClientIdleTimeout, DefaultClientIdleTimeout)
+	setDefault(&o.ViaName, DefaultViaName)
 	o.Purge.EnsureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -203,11 +234,11 @@ func (o *Options) EnsureDefaults() {
 	for i := range o.Origins {
 		oo := &o.Origins[i]
 		setDefault(&oo.HostHeader, HostPreserve)
-		setDefault(&oo.ConnectTimeout, 5*time.Second)
-		setDefault(&oo.ResponseTimeout, 30*time.Second)
-		setDefault(&oo.IdleTimeout, 60*time.Second)
-		setDefault(&oo.MaxConns, 512)
-		setDefault(&oo.MaxHeaderBytes, 64<<10)
+		setDefault(&oo.ConnectTimeout, DefaultOriginConnectTimeout)
+		setDefault(&oo.ResponseTimeout, DefaultOriginResponseTimeout)
+		setDefault(&oo.IdleTimeout, DefaultOriginIdleTimeout)
+		setDefault(&oo.MaxConns, DefaultOriginMaxConns)
+		setDefault(&oo.MaxHeaderBytes, DefaultOriginMaxHeaderBytes)
 	}
 	if len(o.Origins) == 1 {
 		o.Origins[0].Default = true

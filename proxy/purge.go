@@ -20,19 +20,19 @@ type PurgeOptions struct {
 	// they are kept in memory only, and after a restart objects a purge
 	// hid but did not remove from the store come back. Default empty; the
 	// binary sets it beside its cache device.
-	StateFile string `yaml:"state_file"`
+	StateFile string
 	// MaxTags is how many purged tags are remembered one by one; older
 	// ones fold into a floor that hides every tagged object stored before
 	// them. Default 10000.
-	MaxTags int `yaml:"max_tags"`
+	MaxTags int
 	// MaxPrefixes is how many purged prefixes are remembered one by one;
 	// older ones fold into a floor that hides every object stored before
 	// them. Default 1000.
-	MaxPrefixes int `yaml:"max_prefixes"`
+	MaxPrefixes int
 	// TagIndexBytes caps the tag → object keys index that lets a purge by
 	// tag remove objects from the store at once (negative: no index;
 	// purges by tag only hide objects). Default 8 MiB.
-	TagIndexBytes int `yaml:"tag_index_bytes"`
+	TagIndexBytes int
 }
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -105,7 +105,7 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
 		Concurrency:                   s.opts.MaxConns,
 		ReadTimeout:                   s.opts.ReadTimeout,
-		WriteTimeout:                  s.opts.WriteTimeout,
+		WriteTimeout:                  max(s.opts.WriteTimeout, 0),
 		IdleTimeout:                   s.opts.ClientIdleTimeout,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,

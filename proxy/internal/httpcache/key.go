@@ -13,20 +13,20 @@ import (
 type KeyOptions struct {
 	// IgnoreQuery drops the query: /a?x=1 and /a share one entry.
 	// Default false.
-	IgnoreQuery bool `yaml:"ignore_query"`
+	IgnoreQuery bool
 	// SortQuery orders query parameters by name (stable: repeated names
 	// keep their relative order, since applications may read them in order).
 	// Default false. Queries with more than maxQueryParams parameters keep
 	// their order (they are still keyed correctly, only not merged).
-	SortQuery bool `yaml:"sort_query"`
+	SortQuery bool
 	// IgnoreParams names query parameters left out of the key (exact,
 	// case-sensitive match on the name as sent, e.g. "utm_source").
 	// Default none.
-	IgnoreParams []string `yaml:"ignore_params"`
+	IgnoreParams []string
 	// IncludeHeaders names request fields whose values join the key, in
 	// this order (e.g. "Accept-Language" for a site that negotiates without
 	// sending Vary). Default none.
-	IncludeHeaders []string `yaml:"include_headers"`
+	IncludeHeaders []string
 }
 
 // maxQueryParams bounds the query parameters SortQuery sorts or IgnoreParams

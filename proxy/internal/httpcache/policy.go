@@ -16,36 +16,36 @@ import (
 type PolicyOptions struct {
 	// Shared: the cache is shared (s-maxage, private, proxy-revalidate and
 	// the Authorization rule apply). Default true; a reverse proxy is one.
-	Shared bool `yaml:"shared"`
+	Shared bool
 	// HeuristicFraction of (Date - Last-Modified) used as the heuristic
 	// freshness lifetime (RFC 9111 §4.2.2). Default (0) 0.1; negative
 	// disables heuristic freshness from Last-Modified.
-	HeuristicFraction float64 `yaml:"heuristic_fraction"`
+	HeuristicFraction float64
 	// HeuristicMax caps a heuristic lifetime. Default (0) 24h.
-	HeuristicMax time.Duration `yaml:"heuristic_max"`
+	HeuristicMax time.Duration
 	// DefaultTTL is the lifetime given to a heuristically cacheable
 	// response (status 200, 404, ... or public) that has neither explicit
 	// freshness nor Last-Modified, like nginx proxy_cache_valid. Default 0:
 	// none (such a response is stored only when it has a validator).
-	DefaultTTL time.Duration `yaml:"default_ttl"`
+	DefaultTTL time.Duration
 	// StoreSetCookie stores responses carrying Set-Cookie. Default false.
-	StoreSetCookie bool `yaml:"store_set_cookie"`
+	StoreSetCookie bool
 	// Grace is a stale window (Varnish grace) used for responses that carry
 	// neither stale-while-revalidate nor stale-if-error: within it a stale
 	// response is served while being refreshed, or when the origin fails.
 	// Never applies where must-revalidate, proxy-revalidate, s-maxage (in
 	// a shared cache) or no-cache forbid stale serving. Default 0: none.
-	Grace time.Duration `yaml:"grace"`
+	Grace time.Duration
 	// IgnoreSurrogateControl turns Surrogate-Control off (surrogate.go):
 	// strata then neither obeys nor removes the field, nor sends
 	// Surrogate-Capability. Default false: Surrogate-Control is obeyed.
-	IgnoreSurrogateControl bool `yaml:"ignore_surrogate_control"`
+	IgnoreSurrogateControl bool
 	// SurrogateToken is strata's device token: Surrogate-Capability says
 	// `<token>="Surrogate/1.0"`, and Surrogate-Control directives
 	// targeted at it (";<token>") apply. It must be unique along a chain of
 	// surrogates (an edge and a shield need different ones). Default
 	// "strata". An HTTP token (RFC 9110 §5.6.2).
-	SurrogateToken string `yaml:"surrogate_token"`
+	SurrogateToken string
 
 	surrogateCap []byte // `<token>="Surrogate/1.0"`, built by EnsureDefaults
 }
@@ -54,17 +54,24 @@ type PolicyOptions struct {
 // `<token>="Surrogate/1.0"`, or nil before EnsureDefaults ran. Read-only.
 func (o *PolicyOptions) SurrogateCapability() []byte { return o.surrogateCap }
 
+// Defaults of PolicyOptions: a zero field means this value.
+const (
+	DefaultHeuristicFraction = 0.1
+	DefaultHeuristicMax      = 24 * time.Hour
+	DefaultSurrogateToken    = "strata"
+)
+
 // EnsureDefaults fills zero fields with their defaults (not Shared; see
 // PolicyOptions).
 func (o *PolicyOptions) EnsureDefaults() {
 	if o.HeuristicFraction == 0 {
-		o.HeuristicFraction = 0.1
+		o.HeuristicFraction = DefaultHeuristicFraction
 	}
 	if o.HeuristicMax == 0 {
-		o.HeuristicMax = 24 * time.Hour
+		o.HeuristicMax = DefaultHeuristicMax
 	}
 	if o.SurrogateToken == "" {
-		o.SurrogateToken = "strata"
+		o.SurrogateToken = DefaultSurrogateToken
 	}
 	o.surrogateCap = append([]byte(o.SurrogateToken), `="Surrogate/1.0"`...)
 }
