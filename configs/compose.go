@@ -14,6 +14,7 @@ import (
 	"strata/admission"
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/memory"
 	"strata/proxy"
 )
 
@@ -122,9 +123,9 @@ func (c *Config) checkRegions(ps *problems) {
 func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 	d := c.Cache.Disk
 	return hybrid.Options{
-		Memory: hybrid.MemoryOptions{
+		Memory: memory.Options{
 			Capacity: c.Cache.Memory.Capacity.Bytes(),
-			Policy:   hybrid.MemoryPolicy(c.Cache.Memory.Policy),
+			Policy:   memory.Policy(c.Cache.Memory.Policy),
 		},
 		Disk: hybrid.EngineOptions{
 			RegionSize:   d.RegionSize.Bytes(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // TestCompose: the embedded default maps field by field onto each
@@ -28,7 +29,7 @@ func TestCompose(t *testing.T) {
 		{"device path", p.DevicePath, "./data/strata.cache"},
 		{"device size", p.Device.Size, int64(1 << 30)},
 		{"memory", p.Cache.Memory.Capacity, int64(256 << 20)},
-		{"policy", p.Cache.Memory.Policy, hybrid.MemoryS3FIFO},
+		{"policy", p.Cache.Memory.Policy, memory.S3FIFO},
 		{"region", p.Cache.Disk.RegionSize, int64(16 << 20)},
 		{"runtime", p.Cache.Disk.Runtime, hybrid.RuntimeSeparated},
 		{"read timeout", p.Cache.Disk.ReadTimeout, 250 * time.Millisecond},

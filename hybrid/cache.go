@@ -10,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"strata/admission"
+	"strata/hybrid/memory"
 )
 
 // Cache is the hybrid cache: a Memory tier in front of an optional disk
@@ -28,7 +29,7 @@ import (
 // value than the newest one inserted: Insert of a key the disk holds
 // removes the disk copy, so that a newer value refused by admission on
 // eviction cannot leave an older one to resurface; a promotion is stored
-// only if memory has no live entry for the key (Memory.SetClean), so it
+// only if memory has no live entry for the key (memory.Cache.SetClean), so it
 // never replaces a newer value. A promoted entry is a clean copy of the
 // disk's, so its eviction writes nothing. Misses are always allowed: an
 // Insert racing with an eviction of the same key may lose both. Concurrent
@@ -47,7 +48,7 @@ import (
 // Close are misses and no-ops.
 type Cache struct {
 	opts   Options
-	mem    *Memory
+	mem    *memory.Cache
 	disk   *Engine // nil: memory only
 	fetch  *fetchGroup
 	promo  *promoteFilter // PromoteSecondHit's doorkeeper
@@ -83,7 +84,7 @@ func Open(opts Options) (*Cache, error) {
 			opts.Memory.OnEvict = c.onEvict
 		}
 	}
-	m, err := NewMemory(opts.Memory)
+	m, err := memory.New(opts.Memory)
 	if err != nil {
 		if c.disk != nil {
 			_ = c.disk.Close(context.Background())
@@ -178,7 +179,7 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 // evicted value before admission refused about half of them took 15% of
 // the process's CPU). The flusher is not woken under the lock: every call
 // that may evict (Insert, promote) kicks the engine after it.
-func (c *Cache) onEvict(ev Evicted) {
+func (c *Cache) onEvict(ev memory.Evicted) {
 	if c.disk.insertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
 		c.c.evictedToDisk.Add(1)
 	}

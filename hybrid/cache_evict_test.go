@@ -12,11 +12,12 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/memory"
 )
 
 // TestCacheEvictionCopiesOnlyAdmitted: under write-on-eviction, an evicted
 // entry that admission refuses is never copied out of the memory tier
-// (Memory.EvictCopies stays put), and one it admits is copied exactly once
+// (Stats.Memory.EvictCopies stays put), and one it admits is copied exactly once
 // and reads back intact from disk.
 func TestCacheEvictionCopiesOnlyAdmitted(t *testing.T) {
 	var refuse atomic.Bool
@@ -112,13 +113,13 @@ func TestEngineInsertFrom(t *testing.T) {
 }
 
 // TestCacheEvictionAllocatesNothing: an Insert whose eviction admission
-// refuses allocates nothing. That also proves the Evicted and its
+// refuses allocates nothing. That also proves the memory.Evicted and its
 // CopyValue method value stay on the stack on the admitted path (escape is
 // decided statically, for every path alike); the admitted path itself is
 // not counted, as its pooled engine items come back only when the flusher
 // has written them.
 func TestCacheEvictionAllocatesNothing(t *testing.T) {
-	if memRace {
+	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	var refuse atomic.Bool
@@ -168,7 +169,7 @@ func BenchmarkCacheInsertEvict(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, err := Open(Options{
-		Memory:    MemoryOptions{Capacity: 16 << 20, Shards: 4},
+		Memory:    memory.Options{Capacity: 16 << 20, Shards: 4},
 		Disk:      EngineOptions{RegionSize: 16 << 20, QueueBytes: 64 << 20},
 		Device:    dev,
 		Admission: halfAdmission{},

@@ -1,11 +1,14 @@
 package hybrid
 
-import "strata/blockdev"
+import (
+	"strata/blockdev"
+	"strata/hybrid/memory"
+)
 
 // Stats is a snapshot of a Cache's counters, for the proxy's metrics.
 // Counters are cumulative, gauges current.
 type Stats struct {
-	Memory MemoryStats
+	Memory memory.Stats
 	// Disk is the engine's snapshot; zero when the cache is memory only.
 	Disk EngineStats
 	// Device is the disk device's I/O counters; zero when memory only.

@@ -13,6 +13,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/memory"
 )
 
 // testCache opens a Cache with a small memory tier over a MemDevice.
@@ -23,7 +24,7 @@ func testCache(t *testing.T, memBytes int64, mutate func(*Options)) (*Cache, *bl
 		t.Fatal(err)
 	}
 	o := Options{
-		Memory: MemoryOptions{Capacity: memBytes, Shards: 1},
+		Memory: memory.Options{Capacity: memBytes, Shards: 1},
 		Disk:   EngineOptions{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
 		Device: dev,
 	}
@@ -133,7 +134,7 @@ func TestCacheBigValueGoesToDisk(t *testing.T) {
 }
 
 func TestCacheMemoryOnly(t *testing.T) {
-	c, err := Open(Options{Memory: MemoryOptions{Capacity: 1 << 20}})
+	c, err := Open(Options{Memory: memory.Options{Capacity: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestCacheMemoryOnly(t *testing.T) {
 }
 
 func TestCacheOptionsValidate(t *testing.T) {
-	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: MemoryOptions{Policy: "random"},
+	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: memory.Options{Policy: "random"},
 		Promotion: "third-hit"}
 	o.EnsureDefaults()
 	err := o.Validate()
@@ -314,7 +315,7 @@ func cacheModelWorker(t *testing.T, c *Cache, g, ops int) {
 }
 
 func TestCacheHitAllocatesNothing(t *testing.T) {
-	if memRace {
+	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	c, _ := testCache(t, 1<<20, func(o *Options) { o.NoPromote = true })
@@ -369,7 +370,7 @@ func TestCacheContains(t *testing.T) {
 func TestMemoryContainsExpired(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Unix(1000, 0).UnixNano())
-	m, err := NewMemory(MemoryOptions{Capacity: 1 << 20, Shards: 1, Now: now.Load})
+	m, err := memory.New(memory.Options{Capacity: 1 << 20, Shards: 1, Now: now.Load})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"strata/blockdev"
+	"strata/hybrid/memory"
 )
 
 // Tests of region headers at recovery: an unused region is told from a
@@ -164,7 +165,7 @@ func TestOpenRefusesDamagedRegion(t *testing.T) {
 	flipByte(t, dev, regionBaseOf(t, dev, 0)+12, 0x04)
 	o := testOpts()
 	o.Recovery = RecoveryStrict
-	_, err := Open(Options{Memory: MemoryOptions{Capacity: 1 << 20}, Disk: o, Device: dev})
+	_, err := Open(Options{Memory: memory.Options{Capacity: 1 << 20}, Disk: o, Device: dev})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "region 0 header") {
 		t.Fatalf("Open: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strata/admission"
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // result is everything a run measured; --json writes it.
@@ -273,7 +274,7 @@ func writeJSON(path string, r *result) error {
 // device (which the Cache then owns).
 func cacheOptions(cfg *config) (hybrid.Options, error) {
 	o := hybrid.Options{
-		Memory:      hybrid.MemoryOptions{Capacity: cfg.Mem, Policy: hybrid.MemoryPolicy(cfg.Eviction)},
+		Memory:      memory.Options{Capacity: cfg.Mem, Policy: memory.Policy(cfg.Eviction)},
 		WritePolicy: hybrid.WritePolicy(cfg.Policy),
 	}
 	if cfg.NoDisk {

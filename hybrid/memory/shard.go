@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"slices"
@@ -7,12 +7,12 @@ import (
 	"unsafe"
 )
 
-// memSlot describes one entry for the write side: queues, eviction,
+// slot describes one entry for the write side: queues, eviction,
 // removal. It holds no pointers, so the slot pages are never scanned by the
-// garbage collector. expiry, klen and vlen repeat the entry's memHeader
+// garbage collector. expiry, klen and vlen repeat the entry's header
 // (immutable after insert) so that eviction need not read the arena; the
 // S3-FIFO hit count lives only in the header, where hits bump it.
-type memSlot struct {
+type slot struct {
 	hash   uint64
 	expiry int64  // unix nanoseconds, 0 for none
 	first  uint32 // first block of the header+key+value chain
@@ -21,134 +21,134 @@ type memSlot struct {
 	vlen   uint32
 	prev   uint32 // towards the head (newer) of its queue
 	next   uint32 // towards the tail (older); free-list link when free
-	queue  uint8  // memQSmall, memQMain or memQFree
+	queue  uint8  // qSmall, qMain or qFree
 	clean  bool   // a copy of what a lower tier holds: not offered to OnEvict
 }
 
-// memRef is an index value: the entry's first block in the high 32 bits;
-// in the low 32 its slot number (memRefSlotBits), its S3-FIFO hit count
-// (memRefFreqShift, 0..memMaxFreq) and memGhostBit, which alone marks a
+// entryRef is an index value: the entry's first block in the high 32 bits;
+// in the low 32 its slot number (refSlotBits), its S3-FIFO hit count
+// (refFreqShift, 0..maxFreq) and ghostBit, which alone marks a
 // ghost. A hit goes from the index straight to the block (issue 4: three
 // dependent cache misses per hit became two), and bumps the count in the
-// index word it already holds (see memTable for why it lives there).
-type memRef uint64
+// index word it already holds (see table for why it lives there).
+type entryRef uint64
 
-const memGhostRef = memRef(memGhostBit)
+const ghostRef = entryRef(ghostBit)
 
 const (
-	memRefSlotBits  = 29
-	memRefSlotMask  = 1<<memRefSlotBits - 1
-	memRefFreqShift = memRefSlotBits
-	// memMaxSlots bounds a shard's slots so that a slot number fits its
+	refSlotBits  = 29
+	refSlotMask  = 1<<refSlotBits - 1
+	refFreqShift = refSlotBits
+	// maxSlots bounds a shard's slots so that a slot number fits its
 	// field; at the smallest charge per entry that is over 100 GiB a shard.
-	memMaxSlots = memRefSlotMask
+	maxSlots = refSlotMask
 )
 
-func memRefOf(slot, block uint32) memRef { return memRef(block)<<32 | memRef(slot) }
-func (r memRef) slot() uint32            { return uint32(r) & memRefSlotMask }
-func (r memRef) block() uint32           { return uint32(r >> 32) }
-func (r memRef) ghost() bool             { return uint32(r)&memGhostBit != 0 }
-func (r memRef) freq() uint32            { return uint32(r) >> memRefFreqShift & memMaxFreq }
+func refOf(slot, block uint32) entryRef { return entryRef(block)<<32 | entryRef(slot) }
+func (r entryRef) slot() uint32         { return uint32(r) & refSlotMask }
+func (r entryRef) block() uint32        { return uint32(r >> 32) }
+func (r entryRef) ghost() bool          { return uint32(r)&ghostBit != 0 }
+func (r entryRef) freq() uint32         { return uint32(r) >> refFreqShift & maxFreq }
 
-// withFreq returns r with hit count f (0..memMaxFreq).
-func (r memRef) withFreq(f uint32) memRef {
-	return r&^(memMaxFreq<<memRefFreqShift) | memRef(f)<<memRefFreqShift
+// withFreq returns r with hit count f (0..maxFreq).
+func (r entryRef) withFreq(f uint32) entryRef {
+	return r&^(maxFreq<<refFreqShift) | entryRef(f)<<refFreqShift
 }
 
-// Queues. FIFO and LRU keep every entry in memQMain.
+// Queues. FIFO and LRU keep every entry in qMain.
 const (
-	memQSmall = iota
-	memQMain
-	memQFree
+	qSmall = iota
+	qMain
+	qFree
 )
 
 const (
-	memMaxFreq = 3
-	// memGhostBit marks an index value that is a ghost (a hash evicted
+	maxFreq = 3
+	// ghostBit marks an index value that is a ghost (a hash evicted
 	// from the small queue without a hit), not a slot number.
-	memGhostBit = uint32(1) << 31
-	// memSlotPageShift: slots live in pages of 1024, so growing never
+	ghostBit = uint32(1) << 31
+	// slotPageShift: slots live in pages of 1024, so growing never
 	// copies old slots (no pause under the lock, no 2× slack).
-	memSlotPageShift = 10
-	memSlotPageMask  = 1<<memSlotPageShift - 1
-	// memSmallPercent is the S3-FIFO small queue's target share of bytes:
+	slotPageShift = 10
+	slotPageMask  = 1<<slotPageShift - 1
+	// smallPercent is the S3-FIFO small queue's target share of bytes:
 	// 5, not the paper's 10, measured against otter on Zipf and
 	// Zipf+scan traces at 0.5-20% capacity (bench/otter's sweep): +0.003
 	// to +0.005 hit ratio everywhere, at the cost of 0.01 when popularity
 	// drifts fast.
-	memSmallPercent = 5
+	smallPercent = 5
 )
 
-// memEntryOverhead is the fixed charge per entry on top of its blocks
-// (which hold the memHeader too): the 48-byte slot, its index pair and, for
+// entryOverhead is the fixed charge per entry on top of its blocks
+// (which hold the header too): the 48-byte slot, its index pair and, for
 // S3-FIFO, the ghost that may outlive it (an 8-byte ring cell and another
-// pair). A memTable pair costs 16 bytes at 1/2 to 3/4 load, so the two
-// cost 43-64 bytes. TestMemoryOverhead measures the heap really used per
+// pair). A table pair costs 16 bytes at 1/2 to 3/4 load, so the two
+// cost 43-64 bytes. TestOverhead measures the heap really used per
 // entry (110 bytes with a full ghost; 144 with the Swiss map before) and
 // fails if it exceeds this figure.
-const memEntryOverhead = 144
+const entryOverhead = 144
 
-// memQueue is a doubly linked list of slots: head is the newest, tail the
+// queue is a doubly linked list of slots: head is the newest, tail the
 // oldest.
-type memQueue struct {
+type queue struct {
 	head, tail uint32
 	bytes      int64
 	n          int
 }
 
-// memPolicy is MemoryPolicy as a small integer for the hot paths.
-type memPolicy uint8
+// policy is Policy as a small integer for the hot paths.
+type policy uint8
 
 const (
-	memS3FIFO memPolicy = iota
-	memLRU
-	memFIFO
+	s3fifo policy = iota
+	lru
+	fifo
 )
 
-func memPolicyOf(p MemoryPolicy) memPolicy {
+func policyOf(p Policy) policy {
 	switch p {
-	case MemoryLRU:
-		return memLRU
-	case MemoryFIFO:
-		return memFIFO
+	case LRU:
+		return lru
+	case FIFO:
+		return fifo
 	}
-	return memS3FIFO
+	return s3fifo
 }
 
-// memConfig is what all shards share; it holds no pointer back to Memory.
-type memConfig struct {
-	policy   memPolicy
+// config is what all shards share; it holds no pointer back to Cache.
+type config struct {
+	policy   policy
 	onEvict  func(Evicted)
 	now      func() int64
 	share    int64 // bytes per shard
 	maxEntry int64 // largest charge one entry may have
 	block    int   // block size (for charge)
-	splitMin int   // Set copies entries this large outside the lock (memSplitMin; tests lower it)
+	splitMin int   // Set copies entries this large outside the lock (splitMin; tests lower it)
 }
 
-// memShard is one independently locked part of a Memory.
-type memShard struct {
+// shard is one independently locked part of a Cache.
+type shard struct {
 	mu sync.RWMutex
 	// seq is odd while a writer changes the table or the arena, and moves
 	// on with every such change: a lock-free reader that sees the same even
 	// value before and after its reads saw no change (see optimisticGet).
 	// Close leaves it odd for good.
 	seq      atomic.Uint64
-	tab      atomic.Pointer[memTable] // hash → ref; replaced whole as it grows
-	cfg      *memConfig
-	pages    [][]memSlot
+	tab      atomic.Pointer[table] // hash → ref; replaced whole as it grows
+	cfg      *config
+	pages    [][]slot
 	nslots   uint32 // slots ever handed out
 	freeSlot uint32 // head of the free slot list
-	arena    memArena
-	q        [2]memQueue // memQSmall, memQMain
-	ghost    memGhost
+	arena    arena
+	q        [2]queue // qSmall, qMain
+	ghost    ghost
 	used     int64 // bytes charged, under mu
 	count    int   // live entries, under mu
 	closed   bool
 	scratch  []byte // gathers an evicted key that spans blocks (see evicted)
 
 	// Read without the lock by Len, Bytes and Stats. Hits and misses are
-	// counted in Memory.ctrs, striped so that hits on one shard from many
+	// counted in Cache.ctrs, striped so that hits on one shard from many
 	// goroutines do not all write one cache line.
 	usedA, countA                         atomic.Int64
 	sets, refused, evictions, expirations atomic.Uint64
@@ -156,36 +156,36 @@ type memShard struct {
 	_                                     [64]byte // keep neighbours' hot words apart
 }
 
-func (s *memShard) init(cfg *memConfig) {
+func (s *shard) init(cfg *config) {
 	s.cfg = cfg
-	s.tab.Store(newMemTable(memTableMinSlots))
-	s.freeSlot = memNil
+	s.tab.Store(newMemTable(tableMinSlots))
+	s.freeSlot = noBlock
 	s.arena.init(cfg.block, cfg.share)
 	for i := range s.q {
-		s.q[i] = memQueue{head: memNil, tail: memNil}
+		s.q[i] = queue{head: noBlock, tail: noBlock}
 	}
 }
 
-func (s *memShard) slot(i uint32) *memSlot {
-	return &s.pages[i>>memSlotPageShift][i&memSlotPageMask]
+func (s *shard) slot(i uint32) *slot {
+	return &s.pages[i>>slotPageShift][i&slotPageMask]
 }
 
 // charge returns the bytes an entry of n key+value bytes is charged: its
 // whole blocks (header included), their chain links and the fixed overhead.
-func (c *memConfig) charge(n int) int64 {
-	return int64(c.blocks(n))*int64(c.block+4) + memEntryOverhead
+func (c *config) charge(n int) int64 {
+	return int64(c.blocks(n))*int64(c.block+4) + entryOverhead
 }
 
 // blocks returns how many blocks an entry of n key+value bytes occupies.
-func (c *memConfig) blocks(n int) int {
-	return (memHeaderSize + n + c.block - 1) / c.block
+func (c *config) blocks(n int) int {
+	return (headerSize + n + c.block - 1) / c.block
 }
 
-func (s *memShard) chargeOf(sl *memSlot) int64 {
+func (s *shard) chargeOf(sl *slot) int64 {
 	return s.cfg.charge(int(sl.klen) + int(sl.vlen))
 }
 
-func (s *memShard) blocksOf(sl *memSlot) int {
+func (s *shard) blocksOf(sl *slot) int {
 	return s.cfg.blocks(int(sl.klen) + int(sl.vlen))
 }
 
@@ -193,14 +193,14 @@ func (s *memShard) blocksOf(sl *memSlot) int {
 // lock-free readers; unlockW undoes both.
 // After Close the counter stays odd: sections that find the shard closed
 // leave it alone.
-func (s *memShard) lockW() {
+func (s *shard) lockW() {
 	s.mu.Lock()
 	if !s.closed {
 		s.seq.Add(1)
 	}
 }
 
-func (s *memShard) unlockW() {
+func (s *shard) unlockW() {
 	if !s.closed {
 		s.seq.Add(1)
 	}
@@ -209,13 +209,13 @@ func (s *memShard) unlockW() {
 
 // index returns the position and ref of hash h in the current table.
 // REQUIRES: s.mu held.
-func (s *memShard) index(h uint64) (uint64, memRef, bool) {
+func (s *shard) index(h uint64) (uint64, entryRef, bool) {
 	return s.tab.Load().find(h)
 }
 
 // indexPut sets h → r, growing the table first if it is full.
 // REQUIRES: s.mu held for writing.
-func (s *memShard) indexPut(h uint64, r memRef) {
+func (s *shard) indexPut(h uint64, r entryRef) {
 	t := s.tab.Load()
 	if t.full() {
 		t = t.grown()
@@ -224,12 +224,12 @@ func (s *memShard) indexPut(h uint64, r memRef) {
 	t.put(h, r)
 }
 
-// memFound is what find learned of an entry. Its fields are read once from
+// found is what find learned of an entry. Its fields are read once from
 // the header and checked, so a racing reader never acts on a length it did
 // not check.
-type memFound struct {
+type found struct {
 	pos    uint64 // index position
-	r      memRef
+	r      entryRef
 	expiry int64
 	vlen   int
 	e      []byte // header, key and value when the entry is contiguous, else nil
@@ -241,7 +241,7 @@ type memFound struct {
 // optimisticGet, racing a writer: then any bytes it reads may be torn, so
 // it checks every length against the arena's bounds and answers
 // "not found" rather than fault; the caller discards the answer.
-func (s *memShard) find(h uint64, key []byte) (f memFound, ok bool) {
+func (s *shard) find(h uint64, key []byte) (f found, ok bool) {
 	f.pos, f.r, ok = s.index(h)
 	if !ok || f.r.ghost() {
 		return f, false
@@ -251,10 +251,10 @@ func (s *memShard) find(h uint64, key []byte) (f memFound, ok bool) {
 		return f, false
 	}
 	s.arena.touch(c, off)
-	hd := (*memHeader)(unsafe.Pointer(&c[off]))
+	hd := (*header)(unsafe.Pointer(&c[off]))
 	klen, vlen, contig := hd.klen, hd.vlen, hd.contig
 	f.expiry, f.vlen = hd.expiry, int(vlen)
-	n := memHeaderSize + int(klen) + int(vlen)
+	n := headerSize + int(klen) + int(vlen)
 	if int(klen) != len(key) || int64(n) > s.cfg.maxEntry {
 		return f, false
 	}
@@ -263,15 +263,15 @@ func (s *memShard) find(h uint64, key []byte) (f memFound, ok bool) {
 			return f, false
 		}
 		f.e = c[off : off+n : off+n]
-		return f, string(f.e[memHeaderSize:memHeaderSize+len(key)]) == string(key)
+		return f, string(f.e[headerSize:headerSize+len(key)]) == string(key)
 	}
-	cur := s.arena.cursor(f.r.block(), memHeaderSize+len(key))
-	cur.skip(memHeaderSize)
+	cur := s.arena.cursor(f.r.block(), headerSize+len(key))
+	cur.skip(headerSize)
 	return f, cur.equal(key)
 }
 
 // lookup returns the slot holding key under hash h. REQUIRES: s.mu held.
-func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
+func (s *shard) lookup(h uint64, key []byte) (uint32, *slot, bool) {
 	f, ok := s.find(h, key)
 	if !ok {
 		return 0, nil, false
@@ -281,8 +281,8 @@ func (s *memShard) lookup(h uint64, key []byte) (uint32, *memSlot, bool) {
 
 // appendValue appends the value of f, whose key is klen bytes, to dst:
 // from f.e for a contiguous entry, else along the chain.
-func (s *memShard) appendValue(dst []byte, f *memFound, klen int) []byte {
-	k := memHeaderSize + klen
+func (s *shard) appendValue(dst []byte, f *found, klen int) []byte {
+	k := headerSize + klen
 	if f.e != nil {
 		return append(dst, f.e[k:]...)
 	}
@@ -293,25 +293,25 @@ func (s *memShard) appendValue(dst []byte, f *memFound, klen int) []byte {
 }
 
 // newSlot returns a free slot number, growing the pages if needed.
-func (s *memShard) newSlot() uint32 {
-	if i := s.freeSlot; i != memNil {
+func (s *shard) newSlot() uint32 {
+	if i := s.freeSlot; i != noBlock {
 		s.freeSlot = s.slot(i).next
 		return i
 	}
-	if s.nslots == memMaxSlots {
-		return memNil
+	if s.nslots == maxSlots {
+		return noBlock
 	}
-	if s.nslots&memSlotPageMask == 0 {
-		s.pages = append(s.pages, make([]memSlot, 1<<memSlotPageShift))
+	if s.nslots&slotPageMask == 0 {
+		s.pages = append(s.pages, make([]slot, 1<<slotPageShift))
 	}
 	s.nslots++
 	return s.nslots - 1
 }
 
-func (s *memShard) pushHead(qi uint8, i uint32) {
+func (s *shard) pushHead(qi uint8, i uint32) {
 	sl, q := s.slot(i), &s.q[qi]
-	sl.queue, sl.prev, sl.next = qi, memNil, q.head
-	if q.head != memNil {
+	sl.queue, sl.prev, sl.next = qi, noBlock, q.head
+	if q.head != noBlock {
 		s.slot(q.head).prev = i
 	} else {
 		q.tail = i
@@ -321,15 +321,15 @@ func (s *memShard) pushHead(qi uint8, i uint32) {
 	q.n++
 }
 
-func (s *memShard) unlink(i uint32) {
+func (s *shard) unlink(i uint32) {
 	sl := s.slot(i)
 	q := &s.q[sl.queue]
-	if sl.prev != memNil {
+	if sl.prev != noBlock {
 		s.slot(sl.prev).next = sl.next
 	} else {
 		q.head = sl.next
 	}
-	if sl.next != memNil {
+	if sl.next != noBlock {
 		s.slot(sl.next).prev = sl.prev
 	} else {
 		q.tail = sl.prev
@@ -340,7 +340,7 @@ func (s *memShard) unlink(i uint32) {
 
 // remove drops slot i entirely: queue, blocks, index, slot, charge.
 // REQUIRES: s.mu held for writing.
-func (s *memShard) remove(i uint32) {
+func (s *shard) remove(i uint32) {
 	sl := s.slot(i)
 	s.unlink(i)
 	charge := s.chargeOf(sl)
@@ -348,7 +348,7 @@ func (s *memShard) remove(i uint32) {
 	if pos, v, ok := s.index(sl.hash); ok && !v.ghost() && v.slot() == i {
 		s.tab.Load().del(pos)
 	}
-	*sl = memSlot{queue: memQFree, next: s.freeSlot}
+	*sl = slot{queue: qFree, next: s.freeSlot}
 	s.freeSlot = i
 	s.used -= charge
 	s.count--
@@ -361,22 +361,22 @@ func (s *memShard) remove(i uint32) {
 
 // refOf returns the index position and ref of the live entry in slot i.
 // REQUIRES: s.mu held for writing; slot i is live.
-func (s *memShard) refOf(i uint32) (uint64, memRef) {
+func (s *shard) refOf(i uint32) (uint64, entryRef) {
 	pos, r, _ := s.index(s.slot(i).hash)
 	return pos, r
 }
 
 // release drops everything the shard holds and gives the arena's pages
-// back; the mappings stay until the Memory is unreachable (see memArena).
+// back; the mappings stay until the Cache is unreachable (see arena).
 // REQUIRES: s.mu held for writing.
-func (s *memShard) release() {
+func (s *shard) release() {
 	s.closed = true
 	s.arena.drop()
-	s.tab.Store(newMemTable(memTableMinSlots))
+	s.tab.Store(newMemTable(tableMinSlots))
 	s.pages, s.scratch = nil, nil
-	s.ghost = memGhost{}
-	s.nslots, s.freeSlot, s.used, s.count = 0, memNil, 0, 0
-	s.q = [2]memQueue{{head: memNil, tail: memNil}, {head: memNil, tail: memNil}}
+	s.ghost = ghost{}
+	s.nslots, s.freeSlot, s.used, s.count = 0, noBlock, 0, 0
+	s.q = [2]queue{{head: noBlock, tail: noBlock}, {head: noBlock, tail: noBlock}}
 	s.usedA.Store(0)
 	s.countA.Store(0)
 }

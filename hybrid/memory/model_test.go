@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// memModelValue encodes (key, version) with a checksum, so any reader can
+// modelValue encodes (key, version) with a checksum, so any reader can
 // tell a value that belongs to key from torn or foreign bytes.
-func memModelValue(key []byte, version uint64, size int) []byte {
+func modelValue(key []byte, version uint64, size int) []byte {
 	v := make([]byte, 12, 12+len(key)+size)
 	binary.LittleEndian.PutUint64(v[4:], version)
 	v = append(v, key...)
@@ -24,7 +24,7 @@ func memModelValue(key []byte, version uint64, size int) []byte {
 	return v
 }
 
-func memModelCheck(key, v []byte) (version uint64, err error) {
+func modelCheck(key, v []byte) (version uint64, err error) {
 	if len(v) < 12+len(key) || binary.LittleEndian.Uint32(v) != crc32.ChecksumIEEE(v[4:]) ||
 		!bytes.Equal(v[12:12+len(key)], key) {
 		return 0, fmt.Errorf("key %q: foreign or torn value %.40q", key, v)
@@ -32,18 +32,18 @@ func memModelCheck(key, v []byte) (version uint64, err error) {
 	return binary.LittleEndian.Uint64(v[4:]), nil
 }
 
-// TestMemoryModel runs goroutines side by side on a small tier (constant
+// TestModel runs goroutines side by side on a small tier (constant
 // eviction, some forced hash collisions). Each goroutine owns some keys and
 // keeps a plain map beside the cache: a hit on an owned key must return
 // the version last set. Keys shared by all goroutines must return a value
 // that belongs to them. Invariants are checked at the end.
-func TestMemoryModel(t *testing.T) {
+func TestModel(t *testing.T) {
 	for _, tc := range []struct {
-		p     MemoryPolicy
-		split bool // every Set copies outside the lock (memory_set.go)
-	}{{MemoryS3FIFO, false}, {MemoryLRU, false}, {MemoryFIFO, false}, {MemoryS3FIFO, true}, {MemoryLRU, true}} {
+		p     Policy
+		split bool // every Set copies outside the lock (set.go)
+	}{{S3FIFO, false}, {LRU, false}, {FIFO, false}, {S3FIFO, true}, {LRU, true}} {
 		t.Run(fmt.Sprintf("%s/split=%v", tc.p, tc.split), func(t *testing.T) {
-			m := newTestMemory(t, MemoryOptions{Policy: tc.p, Capacity: 256 << 10, Shards: 8, BlockSize: 64},
+			m := newTestCache(t, Options{Policy: tc.p, Capacity: 256 << 10, Shards: 8, BlockSize: 64},
 				0xff|0xff<<56) // 16 hash bits: collisions happen
 			if tc.split {
 				m.cfg.splitMin = 0
@@ -55,7 +55,7 @@ func TestMemoryModel(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs <- memModelWorker(m, w, ops)
+					errs <- modelWorker(m, w, ops)
 				}()
 			}
 			wg.Wait()
@@ -65,7 +65,7 @@ func TestMemoryModel(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := m.memCheck(); err != nil {
+			if err := m.check(); err != nil {
 				t.Fatal(err)
 			}
 			if st := m.Stats(); st.Hits == 0 || st.Evictions == 0 {
@@ -75,7 +75,7 @@ func TestMemoryModel(t *testing.T) {
 	}
 }
 
-func memModelWorker(m *Memory, w, ops int) error {
+func modelWorker(m *Cache, w, ops int) error {
 	r := rand.New(rand.NewPCG(uint64(w), 7))
 	model := map[string]uint64{} // owned key → last version set; absent: deleted/never
 	var dst []byte
@@ -94,7 +94,7 @@ func memModelWorker(m *Memory, w, ops int) error {
 			if !ok {
 				continue
 			}
-			ver, err := memModelCheck(key, v)
+			ver, err := modelCheck(key, v)
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func memModelWorker(m *Memory, w, ops int) error {
 			}
 		case op < 9:
 			ver := uint64(i + 1)
-			if m.Set(key, memModelValue(key, ver, r.IntN(2000)), time.Time{}) && !shared {
+			if m.Set(key, modelValue(key, ver, r.IntN(2000)), time.Time{}) && !shared {
 				model[string(key)] = ver
 			} else if !shared {
 				delete(model, string(key))
@@ -120,11 +120,11 @@ func memModelWorker(m *Memory, w, ops int) error {
 	return nil
 }
 
-// FuzzMemoryOps decodes op sequences (3 bytes each: op, key, size) and runs
+// FuzzOps decodes op sequences (3 bytes each: op, key, size) and runs
 // them on a tiny tier beside a map, checking the invariants after each op
 // and that every evicted entry is the model's (keys of up to 130 bytes, so
 // that keys span blocks).
-func FuzzMemoryOps(f *testing.F) {
+func FuzzOps(f *testing.F) {
 	f.Add([]byte{0, 1, 10, 1, 1, 0, 2, 1, 0, 1, 1, 0})
 	f.Add(bytes.Repeat([]byte{0, 3, 200, 0, 4, 255, 1, 3, 0}, 30))
 	f.Add([]byte{0x80, 0, 0, 0, 1, 0, 1, 0, 0, 2, 1, 0})
@@ -133,7 +133,7 @@ func FuzzMemoryOps(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		policies := []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO}
+		policies := []Policy{S3FIFO, LRU, FIFO}
 		mask := ^uint64(0)
 		if data[0]&0x80 != 0 {
 			mask = 3 // four hashes for all keys: collisions everywhere
@@ -146,17 +146,17 @@ func FuzzMemoryOps(f *testing.F) {
 			}
 			delete(model, string(ev.Key))
 		}
-		m := newTestMemory(t, MemoryOptions{Policy: policies[int(data[0]&3)%3], Capacity: 8 << 10,
+		m := newTestCache(t, Options{Policy: policies[int(data[0]&3)%3], Capacity: 8 << 10,
 			Shards: 1, BlockSize: 64, OnEvict: onEvict}, mask)
 		if data[0]&0x40 != 0 {
-			m.cfg.splitMin = 0 // every Set in three steps (memory_set.go)
+			m.cfg.splitMin = 0 // every Set in three steps (set.go)
 		}
 		for data = data[1:]; len(data) >= 3; data = data[3:] {
 			key := fmt.Appendf(nil, "k%d%s", data[1]%32, bytes.Repeat([]byte("x"), int(data[1]>>5)*18))
-			if err := memFuzzStep(m, model, data[0]%3, key, int(data[2])*8); err != nil {
+			if err := fuzzStep(m, model, data[0]%3, key, int(data[2])*8); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.memCheck(); err != nil {
+			if err := m.check(); err != nil {
 				t.Fatal(err)
 			}
 			if evictErr != nil {
@@ -166,7 +166,7 @@ func FuzzMemoryOps(f *testing.F) {
 	})
 }
 
-func memFuzzStep(m *Memory, model map[string][]byte, op byte, key []byte, size int) error {
+func fuzzStep(m *Cache, model map[string][]byte, op byte, key []byte, size int) error {
 	switch op {
 	case 0:
 		value := bytes.Repeat(key, size/len(key)+1)[:size]

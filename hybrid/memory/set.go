@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"runtime"
@@ -6,7 +6,7 @@ import (
 )
 
 // Writing entries. A small entry is stored in one critical section. A large
-// one (memSplitMin bytes or more) in three, so that its copy does not hold
+// one (splitMin bytes or more) in three, so that its copy does not hold
 // the shard lock (issue 4: copying a 33 KiB value into the arena was half
 // of every insert's time under the lock, and other inserts and LRU hits of
 // the shard queued behind it):
@@ -22,19 +22,19 @@ import (
 // counter, so a reader still holding their old address discards what it
 // read (see optimisticGet). Until step 3 a Get still finds the old value.
 
-// memSplitMin is the key+value size from which Set copies outside the lock:
+// splitMin is the key+value size from which Set copies outside the lock:
 // below it, the copy costs less than taking the lock a second time.
-const memSplitMin = 4 << 10
+const splitMin = 4 << 10
 
 // Set stores a copy of key and value, replacing any entry under key, with
 // an absolute expiry (the zero time for none). It evicts as needed and
 // reports false, storing nothing and dropping any old entry, when the
 // entry's charge exceeds a quarter of a shard's share (Capacity/Shards),
 // when expiry has already passed, or after Close.
-func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
+func (m *Cache) Set(key, value []byte, expiry time.Time) bool {
 	h := m.hash(key)
 	s := m.shard(h)
-	ok := s.store(h, key, value, memExpiry(expiry), false)
+	ok := s.store(h, key, value, expiryOf(expiry), false)
 	runtime.KeepAlive(m) // store writes the arena unlocked; the cleanup unmaps it
 	if ok {
 		s.sets.Add(1)
@@ -49,10 +49,10 @@ func (m *Memory) Set(key, value []byte, expiry time.Time) bool {
 // disk) already holds, which eviction therefore does not offer to OnEvict.
 // It reports whether it stored the entry. The hybrid Cache promotes disk
 // hits with it: a promotion never replaces a newer value set meanwhile.
-func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
+func (m *Cache) SetClean(key, value []byte, expiry time.Time) bool {
 	h := m.hash(key)
 	s := m.shard(h)
-	ok := s.store(h, key, value, memExpiry(expiry), true)
+	ok := s.store(h, key, value, expiryOf(expiry), true)
 	runtime.KeepAlive(m)
 	if ok {
 		s.sets.Add(1)
@@ -60,7 +60,7 @@ func (m *Memory) SetClean(key, value []byte, expiry time.Time) bool {
 	return ok
 }
 
-func memExpiry(t time.Time) int64 {
+func expiryOf(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
@@ -69,7 +69,7 @@ func memExpiry(t time.Time) int64 {
 
 // store is Set (clean false) or SetClean (clean true). A SetClean that
 // finds a live entry is not counted as refused.
-func (s *memShard) store(h uint64, key, value []byte, exp int64, clean bool) bool {
+func (s *shard) store(h uint64, key, value []byte, exp int64, clean bool) bool {
 	n := len(key) + len(value)
 	s.lockW()
 	if s.closed || clean && s.live(h, key) {
@@ -97,7 +97,7 @@ func (s *memShard) store(h uint64, key, value []byte, exp int64, clean bool) boo
 	r, ok := s.reserve(n)
 	if !ok {
 		// As the small path, which took the old entry first: a refused
-		// Set leaves no older value behind to be served (the Cache sends
+		// Set leaves no older value behind to be served (the hybrid Cache sends
 		// the new one to disk instead).
 		s.dropOld(h)
 	}
@@ -120,29 +120,29 @@ func (s *memShard) store(h uint64, key, value []byte, exp int64, clean bool) boo
 }
 
 // live reports whether key has a live entry under h. REQUIRES: s.mu held.
-func (s *memShard) live(h uint64, key []byte) bool {
+func (s *shard) live(h uint64, key []byte) bool {
 	_, ok := s.find(h, key)
 	return ok
 }
 
 // acceptable reports whether an entry of key, value and expiry exp may be
 // stored at all.
-func (s *memShard) acceptable(key, value []byte, exp int64) bool {
-	return len(key) <= memMaxLen && len(value) <= memMaxLen &&
+func (s *shard) acceptable(key, value []byte, exp int64) bool {
+	return len(key) <= maxLen && len(value) <= maxLen &&
 		s.cfg.charge(len(key)+len(value)) <= s.cfg.maxEntry &&
 		(exp == 0 || exp > s.cfg.now())
 }
 
 // dropOld removes the live entry under h, if any. REQUIRES: write lock.
-func (s *memShard) dropOld(h uint64) {
+func (s *shard) dropOld(h uint64) {
 	if _, v, ok := s.index(h); ok && !v.ghost() {
 		s.remove(v.slot())
 	}
 }
 
-// memResv is room taken for an entry that is not yet published: charged
+// resv is room taken for an entry that is not yet published: charged
 // blocks in no queue and no index.
-type memResv struct {
+type resv struct {
 	first, last uint32
 	blocks      int
 	charge      int64
@@ -151,8 +151,8 @@ type memResv struct {
 // reserve makes room for an entry of n key+value bytes, evicting as
 // needed, and takes and charges its blocks. REQUIRES: write lock; the
 // entry is acceptable.
-func (s *memShard) reserve(n int) (memResv, bool) {
-	r := memResv{blocks: s.cfg.blocks(n), charge: s.cfg.charge(n)}
+func (s *shard) reserve(n int) (resv, bool) {
+	r := resv{blocks: s.cfg.blocks(n), charge: s.cfg.charge(n)}
 	if !s.makeRoom(r.charge) {
 		return r, false
 	}
@@ -166,7 +166,7 @@ func (s *memShard) reserve(n int) (memResv, bool) {
 }
 
 // unreserve gives a reservation back. REQUIRES: write lock.
-func (s *memShard) unreserve(r memResv) {
+func (s *shard) unreserve(r resv) {
 	s.arena.release(r.first, r.last, r.blocks)
 	s.used -= r.charge
 	s.usedA.Store(s.used)
@@ -174,14 +174,14 @@ func (s *memShard) unreserve(r memResv) {
 
 // fill writes header, key and value into r's blocks. It needs no lock
 // when r is not yet published: no one else reads or writes those blocks.
-func (s *memShard) fill(r memResv, key, value []byte, exp int64) {
+func (s *shard) fill(r resv, key, value []byte, exp int64) {
 	hd := s.arena.header(r.first)
 	hd.expiry, hd.klen, hd.vlen, hd.contig = exp, uint32(len(key)), uint32(len(value)), 0
 	if s.arena.contiguous(r.first, r.blocks) {
 		hd.contig = 1
 	}
-	c := s.arena.cursor(r.first, memHeaderSize+len(key)+len(value))
-	c.skip(memHeaderSize)
+	c := s.arena.cursor(r.first, headerSize+len(key)+len(value))
+	c.skip(headerSize)
 	c.write(key)
 	c.write(value)
 }
@@ -190,17 +190,17 @@ func (s *memShard) fill(r memResv, key, value []byte, exp int64) {
 // and hit count a new entry under h starts with: under S3-FIFO the old
 // entry's, main for a ghost's hash, else the small queue.
 // REQUIRES: write lock.
-func (s *memShard) takeOld(h uint64) (qi uint8, freq uint32) {
-	if s.cfg.policy != memS3FIFO {
+func (s *shard) takeOld(h uint64) (qi uint8, freq uint32) {
+	if s.cfg.policy != s3fifo {
 		s.dropOld(h)
-		return memQMain, 0
+		return qMain, 0
 	}
 	_, v, ok := s.index(h)
 	switch {
 	case !ok:
-		return memQSmall, 0
+		return qSmall, 0
 	case v.ghost():
-		return memQMain, 0
+		return qMain, 0
 	}
 	qi, freq = s.slot(v.slot()).queue, v.freq()
 	s.remove(v.slot())
@@ -210,9 +210,9 @@ func (s *memShard) takeOld(h uint64) (qi uint8, freq uint32) {
 // publish makes the filled reservation r the entry of hash h, at the head
 // of queue qi with hit count freq. REQUIRES: write lock; no live entry
 // under h.
-func (s *memShard) publish(h uint64, r memResv, klen, vlen int, exp int64, clean bool, qi uint8, freq uint32) bool {
+func (s *shard) publish(h uint64, r resv, klen, vlen int, exp int64, clean bool, qi uint8, freq uint32) bool {
 	i := s.newSlot()
-	if i == memNil {
+	if i == noBlock {
 		s.unreserve(r)
 		return false
 	}
@@ -220,11 +220,11 @@ func (s *memShard) publish(h uint64, r memResv, klen, vlen int, exp int64, clean
 	sl.hash, sl.expiry, sl.first, sl.last = h, exp, r.first, r.last
 	sl.klen, sl.vlen, sl.clean = uint32(klen), uint32(vlen), clean
 	s.pushHead(qi, i)
-	s.indexPut(h, memRefOf(i, r.first).withFreq(freq))
+	s.indexPut(h, refOf(i, r.first).withFreq(freq))
 	s.count++
 	s.countA.Store(int64(s.count))
 	return true
 }
 
-// memMaxLen bounds a key's and a value's length (their header fields).
-const memMaxLen = 1<<32 - 1
+// maxLen bounds a key's and a value's length (their header fields).
+const maxLen = 1<<32 - 1

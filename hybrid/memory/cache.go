@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"hash/maphash"
@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-// Memory is the memory tier: a byte-bounded, sharded, in-process cache of
+// Cache is the memory tier: a byte-bounded, sharded, in-process cache of
 // key → value with optional expiry, put in front of the disk engine.
 //
 // Algorithm. The default policy is S3-FIFO: a new entry enters a small FIFO
@@ -31,22 +31,22 @@ import (
 // and reads the counter again; writers make it odd while they change the
 // index or reuse blocks. An unchanged even counter proves the copy whole;
 // otherwise the Get retries once and then takes the read lock. Nothing a
-// racing reader can see makes it fault: the index (memTable) is read with
-// atomics, the arena never moves or unmaps a chunk while the Memory is
+// racing reader can see makes it fault: the index (table) is read with
+// atomics, the arena never moves or unmaps a chunk while the Cache is
 // reachable, and every length read is checked against the arena's bounds.
 // A hit therefore writes no shared word but the entry's hit count, and only
 // until it reaches its cap of 3: two goroutines hitting one hot key do not
 // bounce a lock's cache line between their cores (the RWMutex this
 // replaced cost 2× otter's time per parallel hit, issue 4). Hit and miss
-// counts go to per-goroutine-ish stripes (Memory.stripe). LRU copies the
+// counts go to per-goroutine-ish stripes (Cache.stripe). LRU copies the
 // same way and then takes the lock only to move the entry to the head.
 //
-// Memory layout. Nothing per entry is a Go object with pointers: a shard
-// has an open-addressing table (memTable) from hash to slot number, first
+// Layout. Nothing per entry is a Go object with pointers: a shard
+// has an open-addressing table (table) from hash to slot number, first
 // block and hit count, pages of pointer-free slots (hash, expiry, sizes,
 // queue links) used by the write side, and an arena of fixed-size blocks in
-// large off-heap chunks (see memArena). An entry's blocks hold a 24-byte
-// memHeader (expiry, sizes, a contiguity flag), then the key, then the
+// large off-heap chunks (see arena). An entry's blocks hold a 24-byte
+// header (expiry, sizes, a contiguity flag), then the key, then the
 // value. A hit therefore touches the index and the entry's own blocks only:
 // two dependent cache misses, not three (the slot) or four (the chain links);
 // when the chain is one run of blocks, as it almost always is, key compare
@@ -57,7 +57,7 @@ import (
 //
 // Bytes. Capacity bounds the bytes charged: for each entry its blocks
 // (whole blocks holding header, key and value, so the unused tail of the
-// last one counts), 4 bytes of chain link per block, and memEntryOverhead
+// last one counts), 4 bytes of chain link per block, and entryOverhead
 // for slot, index and ghost.
 // Bytes() ≤ Capacity at all times; the RAM used beyond it is the unfilled
 // part of each shard's last chunk (mapped lazily, so untouched pages cost
@@ -73,26 +73,26 @@ import (
 // Expiry. An entry may carry an absolute expiry; an expired entry is a miss
 // and is dropped when a lookup finds it or when eviction reaches it.
 //
-// Concurrency. All methods are safe for concurrent use. Memory starts no
+// Concurrency. All methods are safe for concurrent use. Cache starts no
 // goroutines. Close drops every entry and gives the arenas' pages back; it
 // is optional but makes the release prompt. The mappings themselves are
-// unmapped by a cleanup once the Memory is unreachable, so that a lock-free
+// unmapped by a cleanup once the Cache is unreachable, so that a lock-free
 // Get racing Close reads zeros (and then sees closed), never a hole.
-type Memory struct {
-	shards   []memShard
-	ctrs     *[memStripes]memCounters // hits and misses, striped (see stripe)
-	shift    uint                     // 64 - log2(len(shards))
+type Cache struct {
+	shards   []shard
+	ctrs     *[stripes]counters // hits and misses, striped (see stripe)
+	shift    uint               // 64 - log2(len(shards))
 	seed     maphash.Seed
-	hashMask uint64     // all ones; tests clear bits to force collisions
-	cfg      *memConfig // shared with the shards; holds no pointer back
+	hashMask uint64  // all ones; tests clear bits to force collisions
+	cfg      *config // shared with the shards; holds no pointer back
 	cap      int64
 }
 
-// memStripes is how many stripes Memory counts hits and misses in.
-const memStripes = 16
+// stripes is how many stripes Cache counts hits and misses in.
+const stripes = 16
 
-// memCounters is one stripe of hit and miss counts, a cache line of its own.
-type memCounters struct {
+// counters is one stripe of hit and miss counts, a cache line of its own.
+type counters struct {
 	hits, misses atomic.Uint64
 	_            [48]byte
 }
@@ -101,16 +101,16 @@ type memCounters struct {
 // goroutine's stack: goroutines run on stacks of their own, so concurrent
 // callers mostly count on different cache lines, and one goroutine keeps
 // to one line. (A stack may move; the stripe then changes, harmlessly.)
-func (m *Memory) stripe() *memCounters {
+func (m *Cache) stripe() *counters {
 	var probe byte
 	a := uint64(uintptr(unsafe.Pointer(&probe)))
-	return &m.ctrs[(a>>10)*0x9E3779B97F4A7C15>>60%memStripes]
+	return &m.ctrs[(a>>10)*0x9E3779B97F4A7C15>>60%stripes]
 }
 
-// MemoryStats is a snapshot of a Memory's counters. Counters are read
+// Stats is a snapshot of a Cache's counters. Counters are read
 // shard by shard without a global lock, so a snapshot taken while others
 // write is not atomic across shards.
-type MemoryStats struct {
+type Stats struct {
 	Hits        uint64 // Get found a live entry
 	Misses      uint64 // Get found nothing, a collision or an expired entry
 	Sets        uint64 // Set stored an entry
@@ -123,52 +123,52 @@ type MemoryStats struct {
 	Capacity    int64  // the configured bound
 }
 
-// NewMemory builds a Memory from opts (defaults applied to a copy).
-func NewMemory(opts MemoryOptions) (*Memory, error) {
+// New builds a Cache from opts (defaults applied to a copy).
+func New(opts Options) (*Cache, error) {
 	o := opts
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	share := o.Capacity / int64(o.Shards)
-	m := &Memory{
-		shards:   make([]memShard, o.Shards),
-		ctrs:     new([memStripes]memCounters),
+	m := &Cache{
+		shards:   make([]shard, o.Shards),
+		ctrs:     new([stripes]counters),
 		shift:    uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		seed:     maphash.MakeSeed(),
 		cap:      o.Capacity,
 		hashMask: ^uint64(0),
-		cfg: &memConfig{
-			policy:   memPolicyOf(o.Policy),
+		cfg: &config{
+			policy:   policyOf(o.Policy),
 			onEvict:  o.OnEvict,
 			now:      o.Now,
 			share:    share,
 			maxEntry: share / 4,
 			block:    o.BlockSize,
-			splitMin: memSplitMin,
+			splitMin: splitMin,
 		},
 	}
 	for i := range m.shards {
 		m.shards[i].init(m.cfg)
 	}
-	runtime.AddCleanup(m, memUnmapShards, m.shards)
+	runtime.AddCleanup(m, unmapShards, m.shards)
 	return m, nil
 }
 
-// memUnmapShards is Memory's cleanup: it unmaps every arena once no Get
+// unmapShards is Cache's cleanup: it unmaps every arena once no Get
 // can be reading one.
-func memUnmapShards(shards []memShard) {
+func unmapShards(shards []shard) {
 	for i := range shards {
 		shards[i].arena.unmap()
 	}
 }
 
-// hash returns key's hash, never 0 (memTable's empty mark).
-func (m *Memory) hash(key []byte) uint64 {
+// hash returns key's hash, never 0 (table's empty mark).
+func (m *Cache) hash(key []byte) uint64 {
 	return max(maphash.Bytes(m.seed, key)&m.hashMask, 1)
 }
 
-func (m *Memory) shard(h uint64) *memShard {
+func (m *Cache) shard(h uint64) *shard {
 	return &m.shards[h>>m.shift]
 }
 
@@ -178,19 +178,19 @@ func (m *Memory) shard(h uint64) *memShard {
 // it returns dst unchanged, 0 and false. A Get copies without a lock unless
 // a writer is changing the same shard (optimisticGet); LRU then takes the
 // lock only to move the entry to the head.
-func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
+func (m *Cache) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 	h := m.hash(key)
 	s := m.shard(h)
 	g, done := s.optimisticGet(h, key, dst)
 	if !done {
 		g = s.lockedGet(h, key, dst)
 	}
-	if g.st == memGetHit && m.cfg.policy == memLRU {
+	if g.st == getHit && m.cfg.policy == lru {
 		s.touch(h, g.r)
 	}
 	runtime.KeepAlive(m) // the cleanup unmaps the arena s reads
 	c := m.stripe()
-	if g.st != memGetHit {
+	if g.st != getHit {
 		c.misses.Add(1)
 		return dst, 0, false
 	}
@@ -201,7 +201,7 @@ func (m *Memory) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 // Contains reports whether key has a live entry, without copying its value
 // or counting a hit: a probe for callers that need to know before they
 // read (the proxy checks an object's slices before its status line).
-func (m *Memory) Contains(key []byte) bool {
+func (m *Cache) Contains(key []byte) bool {
 	h := m.hash(key)
 	s := m.shard(h)
 	s.mu.RLock()
@@ -214,7 +214,7 @@ func (m *Memory) Contains(key []byte) bool {
 
 // Delete removes key; it reports whether a live entry was removed. OnEvict
 // is not called.
-func (m *Memory) Delete(key []byte) bool {
+func (m *Cache) Delete(key []byte) bool {
 	h := m.hash(key)
 	s := m.shard(h)
 	s.lockW()
@@ -231,7 +231,7 @@ func (m *Memory) Delete(key []byte) bool {
 
 // Len returns the number of entries held (expired ones not yet dropped
 // included).
-func (m *Memory) Len() int {
+func (m *Cache) Len() int {
 	var n int64
 	for i := range m.shards {
 		n += m.shards[i].countA.Load()
@@ -241,7 +241,7 @@ func (m *Memory) Len() int {
 
 // Bytes returns the bytes charged for the entries held; never more than
 // Capacity.
-func (m *Memory) Bytes() int64 {
+func (m *Cache) Bytes() int64 {
 	var n int64
 	for i := range m.shards {
 		n += m.shards[i].usedA.Load()
@@ -250,11 +250,11 @@ func (m *Memory) Bytes() int64 {
 }
 
 // Capacity returns the configured bound on Bytes.
-func (m *Memory) Capacity() int64 { return m.cap }
+func (m *Cache) Capacity() int64 { return m.cap }
 
 // Stats returns a snapshot of the counters.
-func (m *Memory) Stats() MemoryStats {
-	st := MemoryStats{Capacity: m.cap}
+func (m *Cache) Stats() Stats {
+	st := Stats{Capacity: m.cap}
 	for i := range m.ctrs {
 		st.Hits += m.ctrs[i].hits.Load()
 		st.Misses += m.ctrs[i].misses.Load()
@@ -275,7 +275,7 @@ func (m *Memory) Stats() MemoryStats {
 // Close drops every entry and gives the arenas back. Afterwards Get misses,
 // Set refuses and Delete does nothing. It never fails; the error is for the
 // owner's uniform Close chain.
-func (m *Memory) Close() error {
+func (m *Cache) Close() error {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()

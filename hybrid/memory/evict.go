@@ -1,11 +1,11 @@
-package hybrid
+package memory
 
 // Eviction. All functions here REQUIRE s.mu held for writing.
 
 // makeRoom evicts until charge more bytes fit in the shard's share. Each
 // step either frees an entry or moves one (small → main once, main tail →
-// main head at most memMaxFreq times per hit), so the loop ends.
-func (s *memShard) makeRoom(charge int64) bool {
+// main head at most maxFreq times per hit), so the loop ends.
+func (s *shard) makeRoom(charge int64) bool {
 	now := int64(-1) // read lazily: most entries have no expiry
 	for s.used+charge > s.cfg.share {
 		i, ok := s.victim()
@@ -20,17 +20,17 @@ func (s *memShard) makeRoom(charge int64) bool {
 // victim picks the next entry to evict, applying the policy's moves on the
 // way: S3-FIFO promotes small-queue entries that were hit to main and gives
 // main entries that were hit another round. FIFO and LRU take main's tail.
-func (s *memShard) victim() (uint32, bool) {
-	if s.cfg.policy != memS3FIFO {
-		i := s.q[memQMain].tail
-		return i, i != memNil
+func (s *shard) victim() (uint32, bool) {
+	if s.cfg.policy != s3fifo {
+		i := s.q[qMain].tail
+		return i, i != noBlock
 	}
 	for {
-		small, main := &s.q[memQSmall], &s.q[memQMain]
+		small, main := &s.q[qSmall], &s.q[qMain]
 		if small.n == 0 && main.n == 0 {
-			return memNil, false
+			return noBlock, false
 		}
-		if small.n > 0 && (main.n == 0 || small.bytes*100 > s.cfg.share*memSmallPercent) {
+		if small.n > 0 && (main.n == 0 || small.bytes*100 > s.cfg.share*smallPercent) {
 			i := small.tail
 			pos, r := s.refOf(i)
 			if r.freq() == 0 {
@@ -38,14 +38,14 @@ func (s *memShard) victim() (uint32, bool) {
 			}
 			s.tab.Load().setRef(pos, r.withFreq(0))
 			s.unlink(i)
-			s.pushHead(memQMain, i)
+			s.pushHead(qMain, i)
 			continue
 		}
 		i := main.tail
 		if pos, r := s.refOf(i); r.freq() > 0 {
 			s.tab.Load().setRef(pos, r.withFreq(r.freq()-1))
 			s.unlink(i)
-			s.pushHead(memQMain, i)
+			s.pushHead(qMain, i)
 			continue
 		}
 		return i, true
@@ -55,7 +55,7 @@ func (s *memShard) victim() (uint32, bool) {
 // evict removes slot i. A live entry goes to OnEvict (borrowed bytes) and,
 // under S3-FIFO, an entry leaving the small queue leaves its hash in the
 // ghost queue. An expired entry is only counted.
-func (s *memShard) evict(i uint32, now *int64) {
+func (s *shard) evict(i uint32, now *int64) {
 	sl := s.slot(i)
 	if sl.expiry != 0 {
 		if *now < 0 {
@@ -70,19 +70,19 @@ func (s *memShard) evict(i uint32, now *int64) {
 	if s.cfg.onEvict != nil && !sl.clean {
 		s.cfg.onEvict(s.evicted(sl))
 	}
-	h, fromSmall := sl.hash, sl.queue == memQSmall
+	h, fromSmall := sl.hash, sl.queue == qSmall
 	s.remove(i)
 	s.evictions.Add(1)
-	if fromSmall && s.cfg.policy == memS3FIFO {
+	if fromSmall && s.cfg.policy == s3fifo {
 		s.addGhost(h)
 	}
 }
 
-// memGhost is a FIFO ring of hashes evicted from the small queue without a
-// hit. Membership is recorded in the shard index (memGhostBit), so a ghost
+// ghost is a FIFO ring of hashes evicted from the small queue without a
+// hit. Membership is recorded in the shard index (ghostBit), so a ghost
 // costs one ring cell and one map entry. The ring holds at most as many
 // hashes as the shard holds entries (S3-FIFO sizes the ghost like main).
-type memGhost struct {
+type ghost struct {
 	ring []uint64
 	head int // oldest
 	n    int
@@ -90,7 +90,7 @@ type memGhost struct {
 
 // addGhost records h as a ghost, forgetting the oldest ghosts beyond the
 // limit.
-func (s *memShard) addGhost(h uint64) {
+func (s *shard) addGhost(h uint64) {
 	g := &s.ghost
 	limit := max(s.count, 16)
 	for g.n >= limit {
@@ -102,22 +102,22 @@ func (s *memShard) addGhost(h uint64) {
 	g.ring[(g.head+g.n)%len(g.ring)] = h
 	g.n++
 	if _, _, live := s.index(h); !live {
-		s.indexPut(h, memGhostRef)
+		s.indexPut(h, ghostRef)
 	}
 }
 
-func (s *memShard) popGhost() {
+func (s *shard) popGhost() {
 	g := &s.ghost
 	h := g.ring[g.head]
 	g.head = (g.head + 1) % len(g.ring)
 	g.n--
-	if pos, v, ok := s.index(h); ok && v == memGhostRef {
+	if pos, v, ok := s.index(h); ok && v == ghostRef {
 		s.tab.Load().del(pos)
 	}
 }
 
 // grow doubles the ring (at least 16, at most limit cells beyond need).
-func (g *memGhost) grow(limit int) {
+func (g *ghost) grow(limit int) {
 	size := min(max(2*len(g.ring), 16), max(limit, g.n+1))
 	ring := make([]uint64, size)
 	for j := 0; j < g.n; j++ {

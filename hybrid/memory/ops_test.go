@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-func TestMemoryGetSetDelete(t *testing.T) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+func TestGetSetDelete(t *testing.T) {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		t.Run(string(p), func(t *testing.T) {
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
+			m := newTestCache(t, Options{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
 			big := bytes.Repeat([]byte("0123456789"), 1000) // spans many blocks
 			for _, tc := range []struct{ key, value []byte }{
 				{[]byte("a"), []byte("1")},
@@ -46,7 +46,7 @@ func TestMemoryGetSetDelete(t *testing.T) {
 			if m.Len() != 3 {
 				t.Fatalf("Len %d, want 3", m.Len())
 			}
-			if err := m.memCheck(); err != nil {
+			if err := m.check(); err != nil {
 				t.Fatal(err)
 			}
 			st := m.Stats()
@@ -57,14 +57,14 @@ func TestMemoryGetSetDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, _, ok := m.Get([]byte(""), nil); ok || m.Set([]byte("b"), nil, time.Time{}) || m.Delete([]byte("")) {
-				t.Fatal("Memory works after Close")
+				t.Fatal("Cache works after Close")
 			}
 		})
 	}
 }
 
-func TestMemoryRefusesOversize(t *testing.T) {
-	m := newTestMemory(t, MemoryOptions{Capacity: 64 << 10, Shards: 1, BlockSize: 64}, ^uint64(0))
+func TestRefusesOversize(t *testing.T) {
+	m := newTestCache(t, Options{Capacity: 64 << 10, Shards: 1, BlockSize: 64}, ^uint64(0))
 	if !m.Set([]byte("k"), []byte("old"), time.Time{}) {
 		t.Fatal("refused small")
 	}
@@ -82,13 +82,13 @@ func TestMemoryRefusesOversize(t *testing.T) {
 	}
 }
 
-// TestMemoryCapacity sets random sizes under every policy and checks
+// TestCapacity sets random sizes under every policy and checks
 // after every operation that Bytes ≤ Capacity and the books balance.
-func TestMemoryCapacity(t *testing.T) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+func TestCapacity(t *testing.T) {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		t.Run(string(p), func(t *testing.T) {
 			evicted := 0
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 64 << 10, Shards: 4, BlockSize: 64,
+			m := newTestCache(t, Options{Policy: p, Capacity: 64 << 10, Shards: 4, BlockSize: 64,
 				OnEvict: func(Evicted) { evicted++ }}, ^uint64(0))
 			r := rand.New(rand.NewPCG(1, 2))
 			for i := range 3000 {
@@ -101,7 +101,7 @@ func TestMemoryCapacity(t *testing.T) {
 				default:
 					m.Set(key, make([]byte, r.IntN(3000)), time.Time{})
 				}
-				if err := m.memCheck(); err != nil {
+				if err := m.check(); err != nil {
 					t.Fatalf("op %d: %v", i, err)
 				}
 			}
@@ -112,19 +112,19 @@ func TestMemoryCapacity(t *testing.T) {
 	}
 }
 
-// TestMemoryOnEvict checks that OnEvict gets exactly the key, value and
+// TestOnEvict checks that OnEvict gets exactly the key, value and
 // expiry that were set, including for chains that are not contiguous (the
 // arena is fragmented first by deleting every other entry) and for keys
 // that span blocks (every third key is longer than a block); that
 // CopyValue copies a prefix into a short dst and restarts on each call; and
 // that EvictCopies counts the copies.
-func TestMemoryOnEvict(t *testing.T) {
-	clock := &memTestClock{t: 1000}
+func TestOnEvict(t *testing.T) {
+	clock := &testClock{t: 1000}
 	got := map[string]string{}
 	exps := map[string]int64{}
 	var copies uint64
 	var split, longSplit int // evicted entries not contiguous; of those, with a key over a block
-	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 32 << 10, Shards: 1, BlockSize: 64,
+	m := newTestCache(t, Options{Policy: FIFO, Capacity: 32 << 10, Shards: 1, BlockSize: 64,
 		Now: clock.now, OnEvict: func(ev Evicted) {
 			if ev.value == nil {
 				split++
@@ -189,14 +189,14 @@ func TestMemoryOnEvict(t *testing.T) {
 	}
 }
 
-// TestMemoryOnEvictLazy: a hook that looks only at the key and size, as the
-// Cache's does when admission refuses, copies nothing; an empty entry's
+// TestOnEvictLazy: a hook that looks only at the key and size, as the
+// hybrid Cache's does when admission refuses, copies nothing; an empty entry's
 // value copies as empty; the zero Evicted copies nothing.
-func TestMemoryOnEvictLazy(t *testing.T) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+func TestOnEvictLazy(t *testing.T) {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		t.Run(string(p), func(t *testing.T) {
 			var seen, bytesSeen int
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 64 << 10, Shards: 1, BlockSize: 64,
+			m := newTestCache(t, Options{Policy: p, Capacity: 64 << 10, Shards: 1, BlockSize: 64,
 				OnEvict: func(ev Evicted) { seen++; bytesSeen += len(ev.Key) + ev.ValueLen }}, ^uint64(0))
 			for i := range 500 {
 				m.Set(fmt.Appendf(nil, "k%d", i), make([]byte, 100+i%700), time.Time{})
@@ -207,7 +207,7 @@ func TestMemoryOnEvictLazy(t *testing.T) {
 		})
 	}
 	var empty []int
-	m := newMemory16(t, MemoryFIFO, func(ev Evicted) {
+	m := newMemory16(t, FIFO, func(ev Evicted) {
 		empty = append(empty, len(ev.Key), ev.ValueLen, len(ev.AppendValue(nil)))
 	})
 	m.Set(nil, nil, time.Time{})
@@ -222,10 +222,10 @@ func TestMemoryOnEvictLazy(t *testing.T) {
 	}
 }
 
-func TestMemoryExpiry(t *testing.T) {
-	clock := &memTestClock{t: 1_000_000}
+func TestExpiry(t *testing.T) {
+	clock := &testClock{t: 1_000_000}
 	var evicted []string
-	m := newTestMemory(t, MemoryOptions{Policy: MemoryFIFO, Capacity: 16 << 10, Shards: 1, BlockSize: 64,
+	m := newTestCache(t, Options{Policy: FIFO, Capacity: 16 << 10, Shards: 1, BlockSize: 64,
 		Now: clock.now, OnEvict: func(ev Evicted) { evicted = append(evicted, string(ev.Key)) }}, ^uint64(0))
 	if m.Set([]byte("past"), []byte("v"), clock.at(-1)) || m.Set([]byte("now"), []byte("v"), clock.at(0)) {
 		t.Fatal("Set accepted an expired entry")
@@ -256,17 +256,17 @@ func TestMemoryExpiry(t *testing.T) {
 	if st := m.Stats(); st.Expirations != 2 || st.Refused != 2 {
 		t.Fatalf("stats %+v", st)
 	}
-	if err := m.memCheck(); err != nil {
+	if err := m.check(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestMemoryHashCollision injects a hash that maps every key to one value:
+// TestHashCollision injects a hash that maps every key to one value:
 // a lookup of another key with the same hash misses, and a Set replaces.
-func TestMemoryHashCollision(t *testing.T) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+func TestHashCollision(t *testing.T) {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		t.Run(string(p), func(t *testing.T) {
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4},
+			m := newTestCache(t, Options{Policy: p, Capacity: 1 << 20, Shards: 4},
 				0) // every key hashes to 0
 			m.Set([]byte("a"), []byte("A"), time.Time{})
 			if _, _, ok := m.Get([]byte("b"), nil); ok {
@@ -285,20 +285,20 @@ func TestMemoryHashCollision(t *testing.T) {
 			if v, _, ok := m.Get([]byte("b"), nil); !ok || string(v) != "B" || m.Len() != 1 {
 				t.Fatalf("b: %q %v, Len %d", v, ok, m.Len())
 			}
-			if err := m.memCheck(); err != nil {
+			if err := m.check(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-func TestMemoryHitAllocs(t *testing.T) {
-	if memRace {
+func TestHitAllocates(t *testing.T) {
+	if raceEnabled {
 		t.Skip("allocation counts are off under -race")
 	}
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		t.Run(string(p), func(t *testing.T) {
-			m := newTestMemory(t, MemoryOptions{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
+			m := newTestCache(t, Options{Policy: p, Capacity: 1 << 20, Shards: 4, BlockSize: 64}, ^uint64(0))
 			key, value := []byte("some/cache/key"), bytes.Repeat([]byte("v"), 1000)
 			exp := time.Now().Add(time.Hour)
 			m.Set(key, value, exp)
@@ -316,12 +316,12 @@ func TestMemoryHitAllocs(t *testing.T) {
 	}
 }
 
-// TestMemoryCloseRacingOps closes a Memory while goroutines keep hitting,
+// TestCloseRacingOps closes a Cache while goroutines keep hitting,
 // setting (large values too: the unlocked copy) and deleting: nothing may
 // fault or serve foreign bytes, and once Close has returned every Get
 // misses and every Set refuses.
-func TestMemoryCloseRacingOps(t *testing.T) {
-	m, err := NewMemory(MemoryOptions{Capacity: 4 << 20, Shards: 2, BlockSize: 64})
+func TestCloseRacingOps(t *testing.T) {
+	m, err := New(Options{Capacity: 4 << 20, Shards: 2, BlockSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestMemoryCloseRacingOps(t *testing.T) {
 			for i := 0; ; i++ {
 				key := fmt.Appendf(nil, "k%d", (i*7+w)%64)
 				after := closed.Load()
-				if m.Set(key, memModelValue(key, uint64(i), (i%3)*3000), time.Time{}) && after {
+				if m.Set(key, modelValue(key, uint64(i), (i%3)*3000), time.Time{}) && after {
 					errs <- fmt.Errorf("Set stored after Close")
 					return
 				}
@@ -345,7 +345,7 @@ func TestMemoryCloseRacingOps(t *testing.T) {
 						errs <- fmt.Errorf("Get hit after Close")
 						return
 					}
-					if _, err := memModelCheck(key, v); err != nil {
+					if _, err := modelCheck(key, v); err != nil {
 						errs <- err
 						return
 					}

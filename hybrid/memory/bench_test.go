@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"encoding/binary"
@@ -8,55 +8,55 @@ import (
 	"time"
 )
 
-// memBenchKey writes the 16-byte key of entry i into k.
-func memBenchKey(k []byte, i uint64) []byte {
+// benchKey writes the 16-byte key of entry i into k.
+func benchKey(k []byte, i uint64) []byte {
 	k = append(k[:0], "key:"...)
 	return binary.BigEndian.AppendUint64(append(k, "...."...), i)
 }
 
-// memFill sets n entries of a 16-byte key and a size-byte value.
-func memFill(m *Memory, n, size int) {
+// testFill sets n entries of a 16-byte key and a size-byte value.
+func testFill(m *Cache, n, size int) {
 	var k []byte
 	v := make([]byte, size)
 	for i := range n {
-		k = memBenchKey(k, uint64(i))
+		k = benchKey(k, uint64(i))
 		m.Set(k, v, time.Time{})
 	}
 }
 
-// TestMemoryOverhead measures the heap bytes each entry really costs beyond
+// TestOverhead measures the heap bytes each entry really costs beyond
 // its arena blocks (slot pages, index map, ghost ring and entries, block
 // links) after enough churn to fill the ghost, and fails if that exceeds
-// the charge (memEntryOverhead plus 4 bytes of link per block).
-func TestMemoryOverhead(t *testing.T) {
-	if memRace || testing.Short() {
+// the charge (entryOverhead plus 4 bytes of link per block).
+func TestOverhead(t *testing.T) {
+	if raceEnabled || testing.Short() {
 		t.Skip("measurement: off under -race and -short")
 	}
 	const n, size = 100_000, 24 // 16-byte key, header: 64 bytes, one block each
-	charge := int64(64 + 4 + memEntryOverhead)
+	charge := int64(64 + 4 + entryOverhead)
 	var before, after runtime.MemStats
 	// Twice: garbage of earlier tests with cleanups needs a second cycle.
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	m := newTestMemory(t, MemoryOptions{Capacity: n * charge, Shards: 8, BlockSize: 64}, ^uint64(0))
-	memFill(m, 3*n, size) // churn: the last n live, ghosts of the others
+	m := newTestCache(t, Options{Capacity: n * charge, Shards: 8, BlockSize: 64}, ^uint64(0))
+	testFill(m, 3*n, size) // churn: the last n live, ghosts of the others
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	entries := m.Len()
 	heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(entries)
 	t.Logf("%d entries, %.1f heap bytes/entry (charged: %d overhead + 4 link); %d ghost hashes",
-		entries, heap, memEntryOverhead, m.ghosts())
+		entries, heap, entryOverhead, m.ghosts())
 	if entries < n*9/10 {
 		t.Fatalf("only %d of %d entries fit", entries, n)
 	}
-	if heap > memEntryOverhead+4 {
-		t.Fatalf("heap %.1f bytes/entry > charged %d", heap, memEntryOverhead+4)
+	if heap > entryOverhead+4 {
+		t.Fatalf("heap %.1f bytes/entry > charged %d", heap, entryOverhead+4)
 	}
 	runtime.KeepAlive(m)
 }
 
-func (m *Memory) ghosts() int {
+func (m *Cache) ghosts() int {
 	n := 0
 	for i := range m.shards {
 		n += m.shards[i].ghost.n
@@ -64,23 +64,23 @@ func (m *Memory) ghosts() int {
 	return n
 }
 
-// BenchmarkMemoryGC measures a full runtime.GC with 1 million entries held
+// BenchmarkGC measures a full runtime.GC with 1 million entries held
 // (median of 5), against map[string][]byte as the baseline.
 //
-//	go test ./hybrid -run '^$' -bench MemoryGC -benchtime 1x
-func BenchmarkMemoryGC(b *testing.B) {
+//	go test ./hybrid/memory -run '^$' -bench GC -benchtime 1x
+func BenchmarkGC(b *testing.B) {
 	const n, size = 1_000_000, 100
-	b.Run("empty", memReportGC)
-	b.Run("Memory", func(b *testing.B) {
-		o := MemoryOptions{BlockSize: 64}
-		o.Capacity = n * (&memConfig{block: o.BlockSize}).charge(16+size) * 11 / 10
-		m, err := NewMemory(o)
+	b.Run("empty", reportGC)
+	b.Run("Cache", func(b *testing.B) {
+		o := Options{BlockSize: 64}
+		o.Capacity = n * (&config{block: o.BlockSize}).charge(16+size) * 11 / 10
+		m, err := New(o)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer m.Close()
-		memFill(m, n, size)
-		memReportGC(b)
+		testFill(m, n, size)
+		reportGC(b)
 		if m.Len() != n {
 			b.Fatalf("%d of %d entries held", m.Len(), n)
 		}
@@ -91,15 +91,15 @@ func BenchmarkMemoryGC(b *testing.B) {
 		mp := make(map[string][]byte)
 		var k []byte
 		for i := range n {
-			k = memBenchKey(k, uint64(i))
+			k = benchKey(k, uint64(i))
 			mp[string(k)] = make([]byte, size)
 		}
-		memReportGC(b)
+		reportGC(b)
 		runtime.KeepAlive(mp)
 	})
 }
 
-func memReportGC(b *testing.B) {
+func reportGC(b *testing.B) {
 	for b.Loop() {
 		var d []time.Duration
 		for range 5 {
@@ -112,17 +112,17 @@ func memReportGC(b *testing.B) {
 	}
 }
 
-// BenchmarkMemoryGet measures parallel hits on 100k entries of 100 bytes.
-func BenchmarkMemoryGet(b *testing.B) {
-	for _, p := range []MemoryPolicy{MemoryS3FIFO, MemoryLRU, MemoryFIFO} {
+// BenchmarkGet measures parallel hits on 100k entries of 100 bytes.
+func BenchmarkGet(b *testing.B) {
+	for _, p := range []Policy{S3FIFO, LRU, FIFO} {
 		b.Run(string(p), func(b *testing.B) {
 			const n = 100_000
-			m, err := NewMemory(MemoryOptions{Policy: p, Capacity: 64 << 20})
+			m, err := New(Options{Policy: p, Capacity: 64 << 20})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer m.Close()
-			memFill(m, n, 100)
+			testFill(m, n, 100)
 			b.ResetTimer()
 			b.ReportAllocs()
 			b.SetBytes(100)
@@ -131,7 +131,7 @@ func BenchmarkMemoryGet(b *testing.B) {
 				i := uint64(time.Now().UnixNano())
 				for pb.Next() {
 					i = i*6364136223846793005 + 1442695040888963407
-					k = memBenchKey(k, (i>>33)%n)
+					k = benchKey(k, (i>>33)%n)
 					if _, _, ok := m.Get(k, dst); !ok {
 						b.Fatal("miss")
 					}
@@ -141,9 +141,9 @@ func BenchmarkMemoryGet(b *testing.B) {
 	}
 }
 
-// BenchmarkMemorySet measures sets of 1 KiB values under constant eviction.
-func BenchmarkMemorySet(b *testing.B) {
-	m, err := NewMemory(MemoryOptions{Capacity: 16 << 20})
+// BenchmarkSet measures sets of 1 KiB values under constant eviction.
+func BenchmarkSet(b *testing.B) {
+	m, err := New(Options{Capacity: 16 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func BenchmarkMemorySet(b *testing.B) {
 	var i uint64
 	for b.Loop() {
 		i++
-		k = memBenchKey(k, i)
+		k = benchKey(k, i)
 		m.Set(k, v, time.Time{})
 	}
 }

@@ -1,11 +1,11 @@
-package hybrid
+package memory
 
 import (
 	"sync/atomic"
 	"unsafe"
 )
 
-// memArena holds the key and value bytes of one memory-tier shard.
+// arena holds the key and value bytes of one memory-tier shard.
 //
 // The bytes live in fixed-size blocks carved out of large chunks (anonymous
 // mmap on Linux, heap []byte elsewhere: neither holds pointers, so the
@@ -14,7 +14,7 @@ import (
 // chain, or the next free block when b is free. Any free block serves any
 // entry, so there is no external fragmentation and no slab calcification:
 // the only waste is the unused tail of an entry's last block, and that tail
-// is charged to the entry (see memShard.charge), which keeps the byte bound
+// is charged to the entry (see shard.charge), which keeps the byte bound
 // honest. Blocks handed out fresh from a chunk, and chains freed whole, are
 // mostly contiguous, so copies run over spans of many blocks at once.
 //
@@ -23,13 +23,13 @@ import (
 // that many once, at construction, and never moves them: chunk pointers are
 // published atomically as chunks are mapped, next lives off-heap beside the
 // chunks (mapped lazily, untouched pages cost nothing), and nothing is
-// unmapped before the Memory is unreachable (Close only gives the pages
+// unmapped before the Cache is unreachable (Close only gives the pages
 // back: see drop). A reader racing a writer may therefore read stale or
 // half-written bytes, which the shard's sequence counter makes it discard,
 // but never an address outside a mapping: every accessor below checks its
 // block number against the fixed bounds and returns nil rather than index
 // out of range. Allocation and freeing need the shard's write lock.
-type memArena struct {
+type arena struct {
 	bs         int                    // block size in bytes, a power of two
 	bsShift    uint                   // log2(bs)
 	chunkShift uint                   // log2(blocks per chunk)
@@ -37,7 +37,7 @@ type memArena struct {
 	nchunks    int                    // chunks mapped (the writer's)
 	next       []uint32               // per block: successor in its chain or in the free list
 	nextMem    []byte                 // the mapping behind next
-	free       uint32                 // head of the free list, memNil when empty
+	free       uint32                 // head of the free list, noBlock when empty
 	nfree      int                    // blocks in the free list
 	fresh      uint32                 // blocks ever handed out (the rest of the chunks is untouched)
 	dropped    bool                   // drop ran: allocate nothing more
@@ -48,26 +48,26 @@ type memArena struct {
 	offHeap atomic.Bool
 }
 
-// memNil marks the end of a chain or list of blocks or slots.
-const memNil = ^uint32(0)
+// noBlock marks the end of a chain or list of blocks or slots.
+const noBlock = ^uint32(0)
 
 // Chunk size bounds: big enough that chunk count stays small, small enough
 // that the last, partly used chunk of each shard wastes little.
 const (
-	memMinChunk = 64 << 10
-	memMaxChunk = 1 << 20
+	minChunk = 64 << 10
+	maxChunk = 1 << 20
 )
 
 // init sets up an empty arena for a shard of share bytes.
-func (a *memArena) init(blockSize int, share int64) {
-	chunk := memMinChunk
-	for chunk < memMaxChunk && int64(chunk) < share {
+func (a *arena) init(blockSize int, share int64) {
+	chunk := minChunk
+	for chunk < maxChunk && int64(chunk) < share {
 		chunk <<= 1
 	}
 	if chunk < blockSize {
 		chunk = blockSize
 	}
-	a.bs, a.free = blockSize, memNil
+	a.bs, a.free = blockSize, noBlock
 	for 1<<a.bsShift < blockSize {
 		a.bsShift++
 	}
@@ -77,26 +77,26 @@ func (a *memArena) init(blockSize int, share int64) {
 	// Every block in use is charged at least bs+4 bytes of the share.
 	perChunk := int64(1) << a.chunkShift
 	maxBlocks := share/int64(blockSize+4) + 1
-	maxChunks := min((maxBlocks+perChunk-1)/perChunk, int64(memNil)>>a.chunkShift)
+	maxChunks := min((maxBlocks+perChunk-1)/perChunk, int64(noBlock)>>a.chunkShift)
 	a.chunks = make([]atomic.Pointer[byte], maxChunks)
 	var off bool
-	a.nextMem, off = memMapChunk(int(maxChunks*perChunk) * 4)
+	a.nextMem, off = mapChunk(int(maxChunks*perChunk) * 4)
 	a.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(a.nextMem))), maxChunks*perChunk)
 	a.offHeap.Store(off)
 }
 
-// alloc takes n blocks, chains them and returns the first and last (memNil,
-// memNil for n == 0). It reuses freed blocks first, then fresh ones, mapping
+// alloc takes n blocks, chains them and returns the first and last (noBlock,
+// noBlock for n == 0). It reuses freed blocks first, then fresh ones, mapping
 // a new chunk when needed. It fails only if a chunk cannot be mapped.
 //
 // The free list's links already chain its blocks, so the first k free
 // blocks are taken as they stand: a walk of k-1 links and one store, not a
 // relink per block (issue 4: per-block take was 5% of the bench's CPU).
-func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
+func (a *arena) alloc(n int) (first, last uint32, ok bool) {
 	if n <= 0 {
-		return memNil, memNil, true
+		return noBlock, noBlock, true
 	}
-	first, last = memNil, memNil
+	first, last = noBlock, noBlock
 	have := min(n, a.nfree)
 	if have > 0 {
 		first, last = a.free, a.free
@@ -109,29 +109,29 @@ func (a *memArena) alloc(n int) (first, last uint32, ok bool) {
 	for ; have < n; have++ {
 		b, ok := a.takeFresh()
 		if !ok {
-			if first != memNil {
-				a.next[last] = memNil
+			if first != noBlock {
+				a.next[last] = noBlock
 				a.release(first, last, have)
 			}
-			return memNil, memNil, false
+			return noBlock, noBlock, false
 		}
-		if first == memNil {
+		if first == noBlock {
 			first = b
 		} else {
 			a.next[last] = b
 		}
 		last = b
 	}
-	a.next[last] = memNil
+	a.next[last] = noBlock
 	return first, last, true
 }
 
 // takeFresh returns a block never handed out before, mapping a chunk when
 // the mapped ones are used up.
-func (a *memArena) takeFresh() (uint32, bool) {
+func (a *arena) takeFresh() (uint32, bool) {
 	if int(a.fresh) == a.nchunks<<a.chunkShift {
 		if !a.grow() {
-			return memNil, false
+			return noBlock, false
 		}
 	}
 	b := a.fresh
@@ -139,11 +139,11 @@ func (a *memArena) takeFresh() (uint32, bool) {
 	return b, true
 }
 
-func (a *memArena) grow() bool {
+func (a *arena) grow() bool {
 	if a.dropped || a.nchunks == len(a.chunks) {
 		return false
 	}
-	c, off := memMapChunk(1 << (a.bsShift + a.chunkShift))
+	c, off := mapChunk(1 << (a.bsShift + a.chunkShift))
 	if !off {
 		a.offHeap.Store(false)
 	}
@@ -155,8 +155,8 @@ func (a *memArena) grow() bool {
 // release returns the chain first..last of n blocks to the free list in
 // O(1); the chain keeps its order, so contiguous runs stay contiguous for
 // reuse.
-func (a *memArena) release(first, last uint32, n int) {
-	if first == memNil {
+func (a *arena) release(first, last uint32, n int) {
+	if first == noBlock {
 		return
 	}
 	a.next[last] = a.free
@@ -165,10 +165,10 @@ func (a *memArena) release(first, last uint32, n int) {
 }
 
 // chunkBytes returns the size of every chunk.
-func (a *memArena) chunkBytes() int { return 1 << (a.bsShift + a.chunkShift) }
+func (a *arena) chunkBytes() int { return 1 << (a.bsShift + a.chunkShift) }
 
 // chunk returns chunk ci, nil if it is out of range or not mapped yet.
-func (a *memArena) chunk(ci uint32) []byte {
+func (a *arena) chunk(ci uint32) []byte {
 	if int(ci) >= len(a.chunks) {
 		return nil
 	}
@@ -182,10 +182,10 @@ func (a *memArena) chunk(ci uint32) []byte {
 // span returns the bytes of the longest run of physically contiguous blocks
 // of a chain starting at block b, at most limit bytes, and the block that
 // follows the run in the chain; nil if b is not a mapped block.
-func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
+func (a *arena) span(b uint32, limit int) ([]byte, uint32) {
 	c := a.chunk(b >> a.chunkShift)
 	if c == nil || limit <= 0 {
-		return nil, memNil
+		return nil, noBlock
 	}
 	chunkMask := uint32(1)<<a.chunkShift - 1
 	off := int(b&chunkMask) << a.bsShift
@@ -200,26 +200,26 @@ func (a *memArena) span(b uint32, limit int) ([]byte, uint32) {
 	return c[off : off+n : off+n], a.next[b]
 }
 
-// memHeader opens an entry's first block: what a hit needs, so that a hit
+// header opens an entry's first block: what a hit needs, so that a hit
 // reads the index and then this one block, never the slot. It sits at
 // offset 0 of a block (blocks are ≥ 64 bytes and 64-byte aligned), so it
 // never straddles two blocks.
-type memHeader struct {
+type header struct {
 	expiry int64  // unix nanoseconds, 0 for none
 	klen   uint32 // key bytes after the header
 	vlen   uint32 // value bytes after the key
 	// contig is 1 when the chain is one run of consecutive blocks in one
 	// chunk, so that header, key and value are one slice (see run).
 	contig uint32
-	_      uint32 // was the hit count, now in the index (memRef.freq)
+	_      uint32 // was the hit count, now in the index (entryRef.freq)
 }
 
-// memHeaderSize is the bytes the header takes in front of the key.
-const memHeaderSize = int(unsafe.Sizeof(memHeader{}))
+// headerSize is the bytes the header takes in front of the key.
+const headerSize = int(unsafe.Sizeof(header{}))
 
 // locate returns block b's chunk and b's offset in it; nil if b is not a
 // mapped block.
-func (a *memArena) locate(b uint32) ([]byte, int) {
+func (a *arena) locate(b uint32) ([]byte, int) {
 	return a.chunk(b >> a.chunkShift), int(b&(1<<a.chunkShift-1)) << a.bsShift
 }
 
@@ -229,7 +229,7 @@ func (a *memArena) locate(b uint32) ([]byte, int) {
 // memory for its bytes, not one per line (the value copy finds them
 // cached). Atomic loads, because the compiler drops plain loads whose value
 // is unused. REQUIRES: c[off:off+bs] is the block.
-func (a *memArena) touch(c []byte, off int) {
+func (a *arena) touch(c []byte, off int) {
 	if a.bs >= 256 && off+192 <= len(c) {
 		atomic.LoadUint32((*uint32)(unsafe.Pointer(&c[off+64])))
 		atomic.LoadUint32((*uint32)(unsafe.Pointer(&c[off+128])))
@@ -238,20 +238,20 @@ func (a *memArena) touch(c []byte, off int) {
 
 // header returns the header in block b, nil if b is not a mapped block. The
 // arena memory holds no Go pointers, and a chunk outlives every use.
-func (a *memArena) header(b uint32) *memHeader {
+func (a *arena) header(b uint32) *header {
 	c := a.chunk(b >> a.chunkShift)
 	if c == nil {
 		return nil
 	}
 	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
-	return (*memHeader)(unsafe.Pointer(&c[off]))
+	return (*header)(unsafe.Pointer(&c[off]))
 }
 
 // run returns the n bytes starting at block b, nil if they would pass the
 // end of b's chunk or b is not mapped. REQUIRES (for the bytes to be the
-// entry's): the chain from b is contiguous (memHeader.contig) and at least
+// entry's): the chain from b is contiguous (header.contig) and at least
 // n bytes long.
-func (a *memArena) run(b uint32, n int) []byte {
+func (a *arena) run(b uint32, n int) []byte {
 	c := a.chunk(b >> a.chunkShift)
 	off := int(b&(1<<a.chunkShift-1)) << a.bsShift
 	if c == nil || n < 0 || n > len(c)-off {
@@ -262,7 +262,7 @@ func (a *memArena) run(b uint32, n int) []byte {
 
 // contiguous reports whether the chain of n blocks from first is one run of
 // consecutive blocks in one chunk.
-func (a *memArena) contiguous(first uint32, n int) bool {
+func (a *arena) contiguous(first uint32, n int) bool {
 	chunkMask := uint32(1)<<a.chunkShift - 1
 	if int(first&chunkMask)+n > int(chunkMask)+1 {
 		return false
@@ -278,41 +278,41 @@ func (a *memArena) contiguous(first uint32, n int) bool {
 // drop forgets every block and gives the pages back to the kernel, keeping
 // the mappings for readers that may still hold an address (they read
 // zeros); the arena allocates nothing afterwards. REQUIRES: write lock.
-func (a *memArena) drop() {
+func (a *arena) drop() {
 	for ci := range a.nchunks {
-		memDropChunk(a.chunk(uint32(ci)))
+		dropChunk(a.chunk(uint32(ci)))
 	}
-	memDropChunk(a.nextMem)
-	a.free, a.nfree, a.fresh = memNil, 0, 0
+	dropChunk(a.nextMem)
+	a.free, a.nfree, a.fresh = noBlock, 0, 0
 	a.dropped = true
 }
 
 // unmap releases every mapping. Only once no reader can run: from the
-// Memory's cleanup, when it is unreachable.
-func (a *memArena) unmap() {
+// Cache's cleanup, when it is unreachable.
+func (a *arena) unmap() {
 	for ci := range a.nchunks {
-		memUnmapChunk(a.chunk(uint32(ci)))
+		unmapChunk(a.chunk(uint32(ci)))
 	}
-	memUnmapChunk(a.nextMem)
+	unmapChunk(a.nextMem)
 	a.chunks, a.nchunks, a.next, a.nextMem = nil, 0, nil, nil
 }
 
-// memCursor reads or writes an entry's byte stream (key then value) across
+// cursor reads or writes an entry's byte stream (key then value) across
 // its chain of blocks. It lives on the caller's stack.
-type memCursor struct {
-	a    *memArena
+type cursor struct {
+	a    *arena
 	blk  uint32 // next block to load
 	cur  []byte // loaded, not yet consumed bytes
 	left int    // bytes of the stream not yet loaded
 }
 
-func (a *memArena) cursor(first uint32, length int) memCursor {
-	return memCursor{a: a, blk: first, left: length}
+func (a *arena) cursor(first uint32, length int) cursor {
+	return cursor{a: a, blk: first, left: length}
 }
 
 // take consumes and returns up to n bytes of the stream; fewer when a run
 // of contiguous blocks ends, none at the end of the stream.
-func (c *memCursor) take(n int) []byte {
+func (c *cursor) take(n int) []byte {
 	if len(c.cur) == 0 {
 		if c.left == 0 {
 			return nil
@@ -329,7 +329,7 @@ func (c *memCursor) take(n int) []byte {
 }
 
 // write copies p into the stream.
-func (c *memCursor) write(p []byte) {
+func (c *cursor) write(p []byte) {
 	for len(p) > 0 {
 		n := copy(c.take(len(p)), p)
 		p = p[n:]
@@ -337,7 +337,7 @@ func (c *memCursor) write(p []byte) {
 }
 
 // equal reports whether the next len(p) bytes of the stream equal p.
-func (c *memCursor) equal(p []byte) bool {
+func (c *cursor) equal(p []byte) bool {
 	for len(p) > 0 {
 		q := c.take(len(p))
 		if len(q) == 0 || string(q) != string(p[:len(q)]) {
@@ -349,7 +349,7 @@ func (c *memCursor) equal(p []byte) bool {
 }
 
 // appendTo appends the next n bytes of the stream to dst.
-func (c *memCursor) appendTo(dst []byte, n int) []byte {
+func (c *cursor) appendTo(dst []byte, n int) []byte {
 	for n > 0 {
 		q := c.take(n)
 		if len(q) == 0 {
@@ -362,7 +362,7 @@ func (c *memCursor) appendTo(dst []byte, n int) []byte {
 }
 
 // skip consumes n bytes of the stream.
-func (c *memCursor) skip(n int) {
+func (c *cursor) skip(n int) {
 	for n > 0 {
 		q := c.take(n)
 		if len(q) == 0 {

@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"math/rand/v2"
@@ -22,8 +22,8 @@ func TestMemTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.keys)))
-			tab := newMemTable(memTableMinSlots)
-			model := map[uint64]memRef{}
+			tab := newMemTable(tableMinSlots)
+			model := map[uint64]entryRef{}
 			hashOf := func(k int) uint64 {
 				if tc.homes == 0 {
 					return uint64(k+1) * 0x9E3779B97F4A7C15
@@ -39,7 +39,7 @@ func TestMemTable(t *testing.T) {
 					tab.del(pos)
 					delete(model, h)
 				} else {
-					r := memRefOf(uint32(step)&memRefSlotMask, uint32(step))
+					r := refOf(uint32(step)&refSlotMask, uint32(step))
 					if tab.full() {
 						tab = tab.grown()
 					}
@@ -66,8 +66,8 @@ func TestMemTable(t *testing.T) {
 func TestMemRefFields(t *testing.T) {
 	for _, tc := range []struct {
 		slot, block, freq uint32
-	}{{0, 0, 0}, {memRefSlotMask, memNil, memMaxFreq}, {12345, 678, 2}} {
-		r := memRefOf(tc.slot, tc.block).withFreq(tc.freq)
+	}{{0, 0, 0}, {refSlotMask, noBlock, maxFreq}, {12345, 678, 2}} {
+		r := refOf(tc.slot, tc.block).withFreq(tc.freq)
 		if r.slot() != tc.slot || r.block() != tc.block || r.freq() != tc.freq || r.ghost() {
 			t.Errorf("%+v: got slot %d block %d freq %d ghost %v", tc, r.slot(), r.block(), r.freq(), r.ghost())
 		}
@@ -75,7 +75,7 @@ func TestMemRefFields(t *testing.T) {
 			t.Errorf("%+v: withFreq(0) disturbs other fields", tc)
 		}
 	}
-	if g := memGhostRef; !g.ghost() || g.freq() != 0 || g.slot() != 0 {
+	if g := ghostRef; !g.ghost() || g.freq() != 0 || g.slot() != 0 {
 		t.Errorf("ghost ref %#x", g)
 	}
 }

@@ -1,9 +1,9 @@
-package hybrid
+package memory
 
 import "slices"
 
 // Evicted is an entry the memory tier is evicting, as handed to
-// MemoryOptions.OnEvict. Key is borrowed; the value is not copied out until
+// Options.OnEvict. Key is borrowed; the value is not copied out until
 // the hook asks for it (CopyValue), so a hook that refuses the entry — the
 // disk tier's admission, which on a busy cache refuses most of them — costs
 // no copy of the value at all, and one that accepts it copies it once,
@@ -16,16 +16,16 @@ type Evicted struct {
 	ValueLen int    // bytes CopyValue copies
 	Expiry   int64  // unix nanoseconds, 0 for none
 
-	s     *memShard
-	value []byte    // the whole value when the entry is one run of blocks
-	c     memCursor // else: positioned at the value's first byte
+	s     *shard
+	value []byte // the whole value when the entry is one run of blocks
+	c     cursor // else: positioned at the value's first byte
 }
 
 // evicted describes sl for OnEvict: the key straight from the arena when
 // its bytes are one span (always, for a contiguous entry or a key that fits
 // the first block), else gathered into the shard's key scratch; the value
 // left in place. REQUIRES: s.mu held for writing until OnEvict returns.
-func (s *memShard) evicted(sl *memSlot) Evicted {
+func (s *shard) evicted(sl *slot) Evicted {
 	k, n := int(sl.klen), int(sl.klen)+int(sl.vlen)
 	ev := Evicted{ValueLen: int(sl.vlen), Expiry: sl.expiry, s: s}
 	if n == 0 {
@@ -33,12 +33,12 @@ func (s *memShard) evicted(sl *memSlot) Evicted {
 		return ev
 	}
 	if s.arena.header(sl.first).contig != 0 {
-		p := s.arena.run(sl.first, memHeaderSize+n)[memHeaderSize:]
+		p := s.arena.run(sl.first, headerSize+n)[headerSize:]
 		ev.Key, ev.value = p[:k:k], p[k:n:n]
 		return ev
 	}
-	ev.c = s.arena.cursor(sl.first, memHeaderSize+n)
-	ev.c.skip(memHeaderSize)
+	ev.c = s.arena.cursor(sl.first, headerSize+n)
+	ev.c.skip(headerSize)
 	p := ev.c.take(k)
 	if len(p) < k {
 		s.scratch = slices.Grow(append(s.scratch[:0], p...), k-len(p))

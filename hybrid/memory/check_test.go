@@ -1,4 +1,4 @@
-package hybrid
+package memory
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// memCheck verifies every shard's internal consistency: queue links and
+// check verifies every shard's internal consistency: queue links and
 // totals, index ↔ slots, charged bytes, block accounting.
-func (m *Memory) memCheck() error {
+func (m *Cache) check() error {
 	for si := range m.shards {
 		s := &m.shards[si]
 		s.mu.Lock()
@@ -24,7 +24,7 @@ func (m *Memory) memCheck() error {
 	return nil
 }
 
-func (s *memShard) check() error {
+func (s *shard) check() error {
 	if s.closed {
 		return nil
 	}
@@ -33,13 +33,13 @@ func (s *memShard) check() error {
 	blocks := 0
 	for qi := range s.q {
 		q := &s.q[qi]
-		n, bytes, prev := 0, int64(0), memNil
-		for i := q.head; i != memNil; i = s.slot(i).next {
+		n, bytes, prev := 0, int64(0), noBlock
+		for i := q.head; i != noBlock; i = s.slot(i).next {
 			sl := s.slot(i)
 			if sl.prev != prev || int(sl.queue) != qi {
 				return fmt.Errorf("queue %d slot %d: prev %d want %d, queue %d", qi, i, sl.prev, prev, sl.queue)
 			}
-			if _, v, ok := s.index(sl.hash); !ok || v.withFreq(0) != memRefOf(i, sl.first) {
+			if _, v, ok := s.index(sl.hash); !ok || v.withFreq(0) != refOf(i, sl.first) {
 				return fmt.Errorf("slot %d: index[%x] = %#x, %v", i, sl.hash, v, ok)
 			}
 			if err := s.checkChain(sl); err != nil {
@@ -59,7 +59,7 @@ func (s *memShard) check() error {
 		count += n
 		used += bytes
 	}
-	if s.cfg.policy != memS3FIFO && s.q[memQSmall].n != 0 {
+	if s.cfg.policy != s3fifo && s.q[qSmall].n != 0 {
 		return fmt.Errorf("policy %d uses the small queue", s.cfg.policy)
 	}
 	live, err := s.checkTable()
@@ -81,10 +81,10 @@ func (s *memShard) check() error {
 	return nil
 }
 
-func (s *memShard) checkChain(sl *memSlot) error {
+func (s *shard) checkChain(sl *slot) error {
 	want := s.blocksOf(sl)
-	n, last := 0, memNil
-	for b := sl.first; b != memNil; b = s.arena.next[b] {
+	n, last := 0, noBlock
+	for b := sl.first; b != noBlock; b = s.arena.next[b] {
 		if b >= s.arena.fresh || n > want {
 			return fmt.Errorf("chain: block %d (fresh %d) after %d of %d", b, s.arena.fresh, n, want)
 		}
@@ -97,7 +97,7 @@ func (s *memShard) checkChain(sl *memSlot) error {
 }
 
 // checkHeader compares the entry's header with its slot.
-func (s *memShard) checkHeader(sl *memSlot) error {
+func (s *shard) checkHeader(sl *slot) error {
 	hd := s.arena.header(sl.first)
 	contig := uint32(0)
 	if s.arena.contiguous(sl.first, s.blocksOf(sl)) {
@@ -113,7 +113,7 @@ func (s *memShard) checkHeader(sl *memSlot) error {
 // checkTable verifies the index table: every pair reachable by a probe from
 // its home, refs well formed, the used count right. It returns the live
 // (non-ghost) pairs.
-func (s *memShard) checkTable() (live int, err error) {
+func (s *shard) checkTable() (live int, err error) {
 	t := s.tab.Load()
 	used := 0
 	for i := range t.n {
@@ -127,7 +127,7 @@ func (s *memShard) checkTable() (live int, err error) {
 		}
 		v := t.ref(i)
 		if v.ghost() {
-			if v != memGhostRef {
+			if v != ghostRef {
 				return 0, fmt.Errorf("ghost index value %#x", v)
 			}
 			continue
@@ -143,8 +143,8 @@ func (s *memShard) checkTable() (live int, err error) {
 	return live, nil
 }
 
-// memQueueOf returns the queue holding key, or -1.
-func (m *Memory) memQueueOf(key []byte) int {
+// queueOf returns the queue holding key, or -1.
+func (m *Cache) queueOf(key []byte) int {
 	h := m.hash(key)
 	s := m.shard(h)
 	s.mu.Lock()
@@ -155,17 +155,17 @@ func (m *Memory) memQueueOf(key []byte) int {
 	return -1
 }
 
-// memTestClock is an injected clock for expiry tests.
-type memTestClock struct{ t int64 }
+// testClock is an injected clock for expiry tests.
+type testClock struct{ t int64 }
 
-func (c *memTestClock) now() int64                   { return c.t }
-func (c *memTestClock) at(d time.Duration) time.Time { return time.Unix(0, c.t+int64(d)) }
+func (c *testClock) now() int64                   { return c.t }
+func (c *testClock) at(d time.Duration) time.Time { return time.Unix(0, c.t+int64(d)) }
 
-// newTestMemory builds a Memory closed at the end of the test; hashMask
+// newTestCache builds a Cache closed at the end of the test; hashMask
 // clears hash bits to force collisions (^0 for none).
-func newTestMemory(t testing.TB, o MemoryOptions, hashMask uint64) *Memory {
+func newTestCache(t testing.TB, o Options, hashMask uint64) *Cache {
 	t.Helper()
-	m, err := NewMemory(o)
+	m, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
