@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"time"
 
-	"strata/hybrid"
+	"strata/hybrid/disk"
 )
 
 // Defaults of the fields whose zero value means "the default". default.yaml
@@ -23,10 +23,10 @@ const (
 	DefaultReadWorkers     = 8
 	DefaultWriteWorkers    = 2
 	DefaultRecovery        = "quiet"
-	DefaultDiskReadTimeout = hybrid.DefaultReadTimeout
-	DefaultErrorLimit      = hybrid.DefaultErrorLimit
-	DefaultErrorWindow     = hybrid.DefaultErrorWindow
-	DefaultProbeInterval   = hybrid.DefaultProbeInterval
+	DefaultDiskReadTimeout = disk.DefaultReadTimeout
+	DefaultErrorLimit      = disk.DefaultErrorLimit
+	DefaultErrorWindow     = disk.DefaultErrorWindow
+	DefaultProbeInterval   = disk.DefaultProbeInterval
 	DefaultWritePolicy     = "eviction"
 	DefaultPromotion       = "second-hit"
 	DefaultSliceSize       = 1 * MiB

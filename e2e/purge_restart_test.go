@@ -23,6 +23,7 @@ import (
 
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 	"strata/proxy"
 )
@@ -41,7 +42,7 @@ func startPurgeLife(t *testing.T, dev blockdev.Device, origin, state string) *pu
 	t.Helper()
 	cache, err := hybrid.Open(hybrid.Options{
 		Memory:      memory.Options{Capacity: 4 << 20, Shards: 1},
-		Disk:        hybrid.EngineOptions{RegionSize: 1 << 20, BufferSize: 256 << 10},
+		Disk:        disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10},
 		Device:      dev,
 		WritePolicy: hybrid.WriteOnInsertion,
 	})

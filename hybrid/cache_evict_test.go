@@ -12,6 +12,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -170,7 +171,7 @@ func BenchmarkCacheInsertEvict(b *testing.B) {
 	}
 	c, err := Open(Options{
 		Memory:    memory.Options{Capacity: 16 << 20, Shards: 4},
-		Disk:      EngineOptions{RegionSize: 16 << 20, QueueBytes: 64 << 20},
+		Disk:      disk.Options{RegionSize: 16 << 20, QueueBytes: 64 << 20},
 		Device:    dev,
 		Admission: halfAdmission{},
 	})

@@ -7,6 +7,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -30,7 +31,7 @@ type Options struct {
 	// and must be left nil.
 	Memory memory.Options `yaml:"memory"`
 	// Disk configures the disk engine; used only when Device is set.
-	Disk EngineOptions `yaml:"disk"`
+	Disk disk.Options `yaml:"disk"`
 	// Device is the disk tier's device. nil: memory only. Open takes
 	// ownership: Close closes it (also when Open fails).
 	Device blockdev.Device `yaml:"-"`

@@ -75,7 +75,7 @@ func (c *Cache) promote(key, value []byte, expiry int64) {
 		return
 	}
 	ok := c.mem.SetClean(key, value, expiryTime(expiry))
-	c.disk.kick() // promote runs only on a disk hit: c.disk is set
+	c.disk.Kick() // promote runs only on a disk hit: c.disk is set
 	if ok {
 		c.c.promotions.Add(1)
 	}

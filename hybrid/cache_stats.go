@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"strata/blockdev"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -10,7 +11,7 @@ import (
 type Stats struct {
 	Memory memory.Stats
 	// Disk is the engine's snapshot; zero when the cache is memory only.
-	Disk EngineStats
+	Disk disk.Stats
 	// Device is the disk device's I/O counters; zero when memory only.
 	Device      blockdev.Stats
 	DiskEnabled bool

@@ -13,6 +13,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -25,7 +26,7 @@ func testCache(t *testing.T, memBytes int64, mutate func(*Options)) (*Cache, *bl
 	}
 	o := Options{
 		Memory: memory.Options{Capacity: memBytes, Shards: 1},
-		Disk:   EngineOptions{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
+		Disk:   disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
 		Device: dev,
 	}
 	if mutate != nil {

@@ -15,6 +15,7 @@ import (
 	"strata/admission"
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -280,12 +281,12 @@ func cacheOptions(cfg *config) (hybrid.Options, error) {
 	if cfg.NoDisk {
 		return o, nil
 	}
-	o.Disk = hybrid.EngineOptions{
+	o.Disk = disk.Options{
 		RegionSize: cfg.RegionSize, BufferSize: int(cfg.BufferSize), QueueBytes: cfg.QueueBytes,
 		Flushers: cfg.Flushers, Reclaimers: cfg.Reclaimers,
-		Runtime:     hybrid.RuntimeMode(cfg.Runtime),
+		Runtime:     disk.RuntimeMode(cfg.Runtime),
 		ReadWorkers: cfg.ReadWorkers, WriteWorkers: cfg.WriteWorkers,
-		Recovery: hybrid.RecoveryMode(cfg.RecoverMode),
+		Recovery: disk.RecoveryMode(cfg.RecoverMode),
 	}
 	if cfg.AdmissionRate > 0 {
 		l, err := admission.NewRateLimiter(admission.RateOptions{BytesPerSecond: cfg.AdmissionRate})
