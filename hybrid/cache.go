@@ -220,7 +220,7 @@ func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc
 	}
 	// A caller that cannot leave would only wait for the fetch's goroutine:
 	// it runs the fetch itself, with no goroutine to start and none to be
-	// scheduled before the fetch begins (issue 4: that hand-off was most
+	// scheduled before the fetch begins (that hand-off was most
 	// of the miss latency's tail on a busy machine).
 	inline := ctx.Done() == nil
 	call, leader := c.fetch.do(h, key, since, c.refetch(key, fetch), c.Insert, inline)

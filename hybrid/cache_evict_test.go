@@ -161,7 +161,7 @@ func (halfAdmission) Charge(int)    {}
 
 // BenchmarkCacheInsertEvict: one writer inserts fresh 32 KiB values into a
 // full memory tier; each Insert evicts about one entry, which admission
-// refuses half the time (issue 4's hybrid-bench insert path, without the
+// refuses half the time (hybrid-bench's insert path, without the
 // bench's other goroutines). ns/op is the CPU of an Insert and its
 // eviction; the flusher's writes to the MemDevice run beside it.
 func BenchmarkCacheInsertEvict(b *testing.B) {

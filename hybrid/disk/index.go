@@ -12,7 +12,7 @@ import (
 )
 
 // index maps a 64-bit key hash to an opaque 64-bit value: the disk tier's
-// packed entry address (issue 3). The disk engine owns the packing; the
+// packed entry address. The disk engine owns the packing; the
 // index never looks inside a value, and every value, 0 included, is legal.
 //
 // Memory and the garbage collector. Each shard is one flat []uint64 of

@@ -208,7 +208,7 @@ func (p *pending) len() int {
 // memory shard lock) leaves that wake-up to Engine.Kick, which the Cache calls
 // once the lock is released: waking a parked goroutine may cost a futex
 // call, and every microsecond under the shard lock is one that every
-// Insert and Get of the shard may wait (issue 4).
+// Insert and Get of the shard may wait.
 type queue struct {
 	mu     sync.Mutex
 	items  []*item

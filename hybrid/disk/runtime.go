@@ -242,8 +242,8 @@ func (rt *ioRuntime) stop() {
 // one block up. Buffers above poolMax are not kept. poolMax must hold
 // a whole slice entry: the proxy's 1MiB slices plus their key and header
 // round up to the 2MiB class, and when that class was not kept every disk
-// read of a slice allocated 2MiB (5.3GB in 8s of issue 7's scenario 5, and
-// an OOM kill in a 192MiB cgroup).
+// read of a slice allocated 2MiB (5.3GB in 8s of a load test serving large
+// objects as slices from disk, and an OOM kill in a 192MiB cgroup).
 type bufPool struct {
 	bs    int
 	pools [24]sync.Pool

@@ -37,7 +37,7 @@ import (
 // A hit therefore writes no shared word but the entry's hit count, and only
 // until it reaches its cap of 3: two goroutines hitting one hot key do not
 // bounce a lock's cache line between their cores (the RWMutex this
-// replaced cost 2× otter's time per parallel hit, issue 4). Hit and miss
+// replaced cost 2× otter's time per parallel hit). Hit and miss
 // counts go to per-goroutine-ish stripes (Cache.stripe). LRU copies the
 // same way and then takes the lock only to move the entry to the head.
 //

@@ -7,7 +7,7 @@ import (
 
 // Writing entries. A small entry is stored in one critical section. A large
 // one (splitMin bytes or more) in three, so that its copy does not hold
-// the shard lock (issue 4: copying a 33 KiB value into the arena was half
+// the shard lock (copying a 33 KiB value into the arena was half
 // of every insert's time under the lock, and other inserts and LRU hits of
 // the shard queued behind it):
 //

@@ -28,7 +28,7 @@ type slot struct {
 // entryRef is an index value: the entry's first block in the high 32 bits;
 // in the low 32 its slot number (refSlotBits), its S3-FIFO hit count
 // (refFreqShift, 0..maxFreq) and ghostBit, which alone marks a
-// ghost. A hit goes from the index straight to the block (issue 4: three
+// ghost. A hit goes from the index straight to the block (three
 // dependent cache misses per hit became two), and bumps the count in the
 // index word it already holds (see table for why it lives there).
 type entryRef uint64

@@ -6,7 +6,7 @@ import (
 )
 
 // table is a memory-tier shard's index: key hash → entryRef. It replaced a
-// Go map (issue 4) so that hits can read it without the shard lock: a Go map
+// Go map so that hits can read it without the shard lock: a Go map
 // read racing a write is a fatal error, this table's is not.
 //
 // Layout. One pointer-free []uint64 of (hash, ref) pairs, open addressing
