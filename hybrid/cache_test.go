@@ -366,22 +366,3 @@ func TestCacheContains(t *testing.T) {
 		t.Fatal("Contains after Remove")
 	}
 }
-
-// TestMemoryContainsExpired: an expired entry is not contained.
-func TestMemoryContainsExpired(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Unix(1000, 0).UnixNano())
-	m, err := memory.New(memory.Options{Capacity: 1 << 20, Shards: 1, Now: now.Load})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	m.Set([]byte("k"), []byte("v"), time.Unix(1001, 0))
-	if !m.Contains([]byte("k")) {
-		t.Fatal("live entry not contained")
-	}
-	now.Store(time.Unix(1002, 0).UnixNano())
-	if m.Contains([]byte("k")) {
-		t.Fatal("expired entry contained")
-	}
-}

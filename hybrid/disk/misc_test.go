@@ -77,6 +77,59 @@ type switchAdmitter struct{ reject atomic.Bool }
 func (a *switchAdmitter) Admit(uint64, int) bool { return !a.reject.Load() }
 func (a *switchAdmitter) Written(int)            {}
 
+// TestInsertFrom: fill runs only for an entry that passes every
+// check, fills the value in place, and a fill that copies the wrong length
+// drops the entry and hides the older value.
+func TestInsertFrom(t *testing.T) {
+	o := testOpts()
+	adm := &switchAdmitter{}
+	o.Admission = adm
+	e := openT(t, newMem(t, 16<<20), o)
+	defer closeT(t, e)
+	calls := 0
+	fillWith := func(v []byte) func([]byte) int {
+		return func(dst []byte) int { calls++; return copy(dst, v) }
+	}
+	if !e.InsertFrom([]byte("k"), 3, time.Time{}, fillWith([]byte("old"))) || calls != 1 {
+		t.Fatalf("admitted InsertFrom: calls %d", calls)
+	}
+	if v, ok := e.Get([]byte("k"), nil); !ok || string(v) != "old" {
+		t.Fatalf("Get after InsertFrom: %q, %v", v, ok)
+	}
+	refused := []struct {
+		name   string
+		key    []byte
+		vlen   int
+		expiry time.Time
+		refuse bool
+	}{
+		{"admission", []byte("x"), 3, time.Time{}, true},
+		{"expired", []byte("x"), 3, time.Unix(1, 0), false},
+		{"too large", []byte("x"), 1 << 30, time.Time{}, false},
+		{"negative", []byte("x"), -1, time.Time{}, false},
+		{"long key", make([]byte, 1<<16), 3, time.Time{}, false},
+	}
+	for _, tc := range refused {
+		adm.reject.Store(tc.refuse)
+		calls = 0
+		if e.InsertFrom(tc.key, tc.vlen, tc.expiry, fillWith([]byte("new"))) || calls != 0 {
+			t.Errorf("%s: InsertFrom accepted or called fill %d times", tc.name, calls)
+		}
+	}
+	adm.reject.Store(false)
+	for _, n := range []int{2, 4} {
+		if e.InsertFrom([]byte("k"), 3, time.Time{}, func(dst []byte) int { return n }) {
+			t.Fatalf("fill of %d bytes for 3 accepted", n)
+		}
+		if v, ok := e.Get([]byte("k"), nil); ok {
+			t.Fatalf("short fill left %q readable", v)
+		}
+	}
+	if st := e.Stats(); st.DropFill != 2 || st.DropAdmission != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // TestRefusedInsertHides: an Insert refused by admission hides the
 // older value (in memory and, through a tombstone, after a restart).
 func TestRefusedInsertHides(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -194,4 +195,23 @@ func newMemory16(t *testing.T, p Policy, onEvict func(Evicted)) *Cache {
 	charge := int64(2*(64+4) + entryOverhead)
 	return newTestCache(t, Options{Policy: p, Shards: 1, BlockSize: 64,
 		Capacity: 17*charge - 1, OnEvict: onEvict}, ^uint64(0))
+}
+
+// TestContainsExpired: an expired entry is not contained.
+func TestContainsExpired(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Unix(1000, 0).UnixNano())
+	m, err := New(Options{Capacity: 1 << 20, Shards: 1, Now: now.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Set([]byte("k"), []byte("v"), time.Unix(1001, 0))
+	if !m.Contains([]byte("k")) {
+		t.Fatal("live entry not contained")
+	}
+	now.Store(time.Unix(1002, 0).UnixNano())
+	if m.Contains([]byte("k")) {
+		t.Fatal("expired entry contained")
+	}
 }
