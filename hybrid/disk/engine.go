@@ -120,8 +120,9 @@ func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(ds
 //
 // InsertFromLater is InsertFrom without the flusher's wake-up. Its
 // contract:
-//   - it never blocks, on I/O or on a flusher, so it may run under the
-//     memory tier's shard lock;
+//   - it never waits for I/O, a flusher or queue space (it takes only
+//     short internal locks), so it may run under the memory tier's shard
+//     lock;
 //   - it asks Options.Admission with the key's hash and the entry's size
 //     before anything is copied: a refused entry costs no copy;
 //   - it calls fill at most once, before it returns, with len(dst) ==
