@@ -14,6 +14,8 @@ import (
 	"strata/admission"
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 	"strata/proxy"
 )
 
@@ -122,19 +124,19 @@ func (c *Config) checkRegions(ps *problems) {
 func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 	d := c.Cache.Disk
 	return hybrid.Options{
-		Memory: hybrid.MemoryOptions{
+		Memory: memory.Options{
 			Capacity: c.Cache.Memory.Capacity.Bytes(),
-			Policy:   hybrid.MemoryPolicy(c.Cache.Memory.Policy),
+			Policy:   memory.Policy(c.Cache.Memory.Policy),
 		},
-		Disk: hybrid.EngineOptions{
+		Disk: disk.Options{
 			RegionSize:   d.RegionSize.Bytes(),
 			BufferSize:   int(d.BufferSize),
 			Flushers:     d.Flushers,
 			Reclaimers:   d.Reclaimers,
-			Runtime:      hybrid.RuntimeMode(d.Runtime),
+			Runtime:      disk.RuntimeMode(d.Runtime),
 			ReadWorkers:  d.ReadWorkers,
 			WriteWorkers: d.WriteWorkers,
-			Recovery:     hybrid.RecoveryMode(d.Recovery),
+			Recovery:     disk.RecoveryMode(d.Recovery),
 			Logger:       logger,
 
 			ReadTimeout:   d.ReadTimeout.D(),

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"strata/hybrid"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // TestCompose: the embedded default maps field by field onto each
@@ -28,9 +30,9 @@ func TestCompose(t *testing.T) {
 		{"device path", p.DevicePath, "./data/strata.cache"},
 		{"device size", p.Device.Size, int64(1 << 30)},
 		{"memory", p.Cache.Memory.Capacity, int64(256 << 20)},
-		{"policy", p.Cache.Memory.Policy, hybrid.MemoryS3FIFO},
+		{"policy", p.Cache.Memory.Policy, memory.S3FIFO},
 		{"region", p.Cache.Disk.RegionSize, int64(16 << 20)},
-		{"runtime", p.Cache.Disk.Runtime, hybrid.RuntimeSeparated},
+		{"runtime", p.Cache.Disk.Runtime, disk.RuntimeSeparated},
 		{"read timeout", p.Cache.Disk.ReadTimeout, 250 * time.Millisecond},
 		{"error limit", p.Cache.Disk.ErrorLimit, 10},
 		{"error window", p.Cache.Disk.ErrorWindow, 10 * time.Second},

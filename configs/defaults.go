@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"strata/admission"
-	"strata/hybrid"
+	"strata/hybrid/disk"
 	"strata/proxy"
 )
 
@@ -30,10 +30,10 @@ const (
 	DefaultReadWorkers     = 8
 	DefaultWriteWorkers    = 2
 	DefaultRecovery        = "quiet"
-	DefaultDiskReadTimeout = hybrid.DefaultReadTimeout
-	DefaultErrorLimit      = hybrid.DefaultErrorLimit
-	DefaultErrorWindow     = hybrid.DefaultErrorWindow
-	DefaultProbeInterval   = hybrid.DefaultProbeInterval
+	DefaultDiskReadTimeout = disk.DefaultReadTimeout
+	DefaultErrorLimit      = disk.DefaultErrorLimit
+	DefaultErrorWindow     = disk.DefaultErrorWindow
+	DefaultProbeInterval   = disk.DefaultProbeInterval
 	DefaultWritePolicy     = "eviction"
 	DefaultPromotion       = "second-hit"
 	DefaultSliceSize       = proxy.DefaultSliceSize

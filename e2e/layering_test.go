@@ -20,14 +20,22 @@ var allowedImports = map[string][]string{
 	"e2e":       {"blockdev", "admission", "hybrid", "proxy", "configs", "e2e"},
 }
 
+// allowedSubImports narrows allowedImports for sub-packages (DESIGN.md's
+// layout rows below a top-level directory): a package at or under one of
+// these paths may import, among strata packages, only those listed (each
+// with its sub-packages) and its own tree. The longest matching path wins.
+var allowedSubImports = map[string][]string{
+	"hybrid/memory": {},
+	"hybrid/disk":   {"blockdev"},
+	// The HTTP rules as pure functions: no other strata package, not
+	// even each other.
+	"proxy/internal/httpcache": {},
+	"proxy/internal/byterange": {},
+}
+
 // importersOfConfigs: only the binaries and the e2e tests may import configs.
 // DESIGN.md lets other cmd/ binaries use what they need, so every cmd/ may.
 var importersOfConfigs = map[string]bool{"cmd": true, "e2e": true, "configs": true}
-
-// selfContained: the packages under these directories import no other
-// strata package at all (the standard library and third-party modules
-// only): proxy/internal holds the HTTP rules as pure functions.
-var selfContained = []string{"proxy/internal/"}
 
 type listedPackage struct {
 	ImportPath   string
@@ -64,21 +72,36 @@ func TestLayering(t *testing.T) {
 			if !contains(allowed, depTop) {
 				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, top, allowed)
 			}
+			if sub, narrowed, ok := subRule(rel); ok && !within(dep, sub) && !containsTree(narrowed, dep) {
+				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, sub, narrowed)
+			}
 			if depTop == "configs" && !importersOfConfigs[rel] && !importersOfConfigs[top] {
 				t.Errorf("%s imports %s: only cmd/ binaries and e2e may import configs", p.ImportPath, imp)
-			}
-			if selfContainedPackage(rel) && dep != rel {
-				t.Errorf("%s imports %s: packages under %v import no other strata package", p.ImportPath, imp, selfContained)
 			}
 		}
 	}
 }
 
-// selfContainedPackage reports whether the package at rel (its path
-// below strata/) lies under a selfContained directory.
-func selfContainedPackage(rel string) bool {
-	for _, dir := range selfContained {
-		if strings.HasPrefix(rel+"/", dir) {
+// subRule returns the allowedSubImports entry that governs the package at
+// rel: the longest path that rel is or lies under.
+func subRule(rel string) (path string, allowed []string, ok bool) {
+	for p, a := range allowedSubImports {
+		if within(rel, p) && len(p) > len(path) {
+			path, allowed, ok = p, a, true
+		}
+	}
+	return path, allowed, ok
+}
+
+// within reports whether the package path rel is root or lies under it.
+func within(rel, root string) bool {
+	return rel == root || strings.HasPrefix(rel, root+"/")
+}
+
+// containsTree reports whether dep is, or lies under, one of roots.
+func containsTree(roots []string, dep string) bool {
+	for _, r := range roots {
+		if within(dep, r) {
 			return true
 		}
 	}

@@ -23,6 +23,8 @@ import (
 
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 	"strata/proxy"
 )
 
@@ -39,8 +41,8 @@ type purgeLife struct {
 func startPurgeLife(t *testing.T, dev blockdev.Device, origin, state string) *purgeLife {
 	t.Helper()
 	cache, err := hybrid.Open(hybrid.Options{
-		Memory:      hybrid.MemoryOptions{Capacity: 4 << 20, Shards: 1},
-		Disk:        hybrid.EngineOptions{RegionSize: 1 << 20, BufferSize: 256 << 10},
+		Memory:      memory.Options{Capacity: 4 << 20, Shards: 1},
+		Disk:        disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10},
 		Device:      dev,
 		WritePolicy: hybrid.WriteOnInsertion,
 	})

@@ -71,7 +71,7 @@ func TestRecoverDamagedRegionHeaders(t *testing.T) {
 
 // damageRegionHeaders flips a byte in the header of n regions that hold
 // data (past the magic, so the checksum catches it) and returns their
-// indexes. It reads the layout from superblock copy 0 (hybrid/doc.go).
+// indexes. It reads the layout from superblock copy 0 (hybrid/disk/doc.go).
 func damageRegionHeaders(t *testing.T, path string, n int) []int {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

@@ -3,13 +3,14 @@ package hybrid
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 
 	"strata/admission"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // Cache is the hybrid cache: a Memory tier in front of an optional disk
@@ -28,7 +29,7 @@ import (
 // value than the newest one inserted: Insert of a key the disk holds
 // removes the disk copy, so that a newer value refused by admission on
 // eviction cannot leave an older one to resurface; a promotion is stored
-// only if memory has no live entry for the key (Memory.SetClean), so it
+// only if memory has no live entry for the key (memory.Cache.SetClean), so it
 // never replaces a newer value. A promoted entry is a clean copy of the
 // disk's, so its eviction writes nothing. Misses are always allowed: an
 // Insert racing with an eviction of the same key may lose both. Concurrent
@@ -47,8 +48,8 @@ import (
 // Close are misses and no-ops.
 type Cache struct {
 	opts   Options
-	mem    *Memory
-	disk   *Engine // nil: memory only
+	mem    *memory.Cache
+	disk   *disk.Engine // nil: memory only
 	fetch  *fetchGroup
 	promo  *promoteFilter // PromoteSecondHit's doorkeeper
 	closed atomic.Bool
@@ -73,7 +74,7 @@ func Open(opts Options) (*Cache, error) {
 		if opts.Admission != nil {
 			opts.Disk.Admission = admitter{opts.Admission}
 		}
-		e, err := OpenEngine(opts.Device, opts.Disk)
+		e, err := disk.Open(opts.Device, opts.Disk)
 		if err != nil {
 			closeDevice(opts)
 			return nil, err
@@ -83,7 +84,7 @@ func Open(opts Options) (*Cache, error) {
 			opts.Memory.OnEvict = c.onEvict
 		}
 	}
-	m, err := NewMemory(opts.Memory)
+	m, err := memory.New(opts.Memory)
 	if err != nil {
 		if c.disk != nil {
 			_ = c.disk.Close(context.Background())
@@ -153,7 +154,7 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 		return
 	}
 	stored := c.mem.Set(key, value, expiry)
-	c.disk.kick() // the flushers the eviction hook queued for (onEvict)
+	c.disk.Kick() // the flushers the eviction hook queued for (onEvict)
 	if !stored {
 		// Too big for memory: straight to disk, which supersedes (or, if
 		// refused, hides) an older copy there.
@@ -172,14 +173,15 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 }
 
 // onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under
-// a memory shard lock: Engine.InsertFrom never blocks, asks admission with
-// the key and size first, and only then copies the value, once, from the
-// memory tier's blocks into its write queue (issue 4: gathering every
-// evicted value before admission refused about half of them took 15% of
-// the process's CPU). The flusher is not woken under the lock: every call
-// that may evict (Insert, promote) kicks the engine after it.
-func (c *Cache) onEvict(ev Evicted) {
-	if c.disk.insertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
+// a memory shard lock: disk.Engine.InsertFromLater never blocks, asks
+// admission with the key and size first, and only then copies the value,
+// once, from the memory tier's blocks into its write queue (gathering
+// every evicted value before admission refused about half of them took
+// 15% of the process's CPU). The flusher is not woken under the lock:
+// every call that may evict (Insert, promote) calls disk.Engine.Kick after
+// it.
+func (c *Cache) onEvict(ev memory.Evicted) {
+	if c.disk.InsertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
 		c.c.evictedToDisk.Add(1)
 	}
 }
@@ -218,7 +220,7 @@ func (c *Cache) GetOrFetch(ctx context.Context, key, dst []byte, fetch FetchFunc
 	}
 	// A caller that cannot leave would only wait for the fetch's goroutine:
 	// it runs the fetch itself, with no goroutine to start and none to be
-	// scheduled before the fetch begins (issue 4: that hand-off was most
+	// scheduled before the fetch begins (that hand-off was most
 	// of the miss latency's tail on a busy machine).
 	inline := ctx.Done() == nil
 	call, leader := c.fetch.do(h, key, since, c.refetch(key, fetch), c.Insert, inline)
@@ -263,8 +265,8 @@ func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
 
 // Close stops fetches, flushes and closes the disk tier (and its device),
 // and releases the memory tier. Entries only in memory are not written to
-// disk. A device that does not answer holds Close at most engCloseGrace
-// past ctx (see Engine.Close); it is then left open, and the error wraps
+// disk. A device that does not answer holds Close at most a second
+// past ctx (see disk.Engine.Close); it is then left open, and the error wraps
 // ErrDeviceTimeout. REQUIRES: no other call in flight.
 func (c *Cache) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
@@ -285,18 +287,14 @@ func (c *Cache) Close(ctx context.Context) error {
 
 // closeDisk closes the engine, then the device. A device the engine gave
 // up on is not closed: a Disk's Close waits for the I/O it never ends.
-// Otherwise the device gets until ctx ends and engCloseGrace more.
+// Otherwise the device gets until ctx ends and a grace more
+// (disk.CloseDevice).
 func (c *Cache) closeDisk(ctx context.Context) error {
 	err := c.disk.Close(ctx)
 	if errors.Is(err, ErrDeviceTimeout) {
 		return err
 	}
-	var cerr error
-	w := engCloser{ctx: ctx, abort: func() {}}
-	if !w.wait("device close", func() { cerr = c.opts.Device.Close() }) {
-		cerr = fmt.Errorf("hybrid: close device: %w", ErrDeviceTimeout)
-	}
-	return errors.Join(err, cerr)
+	return errors.Join(err, disk.CloseDevice(ctx, c.opts.Device))
 }
 
 // record tells the admission controller of an access to key.

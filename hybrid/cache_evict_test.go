@@ -12,11 +12,13 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // TestCacheEvictionCopiesOnlyAdmitted: under write-on-eviction, an evicted
 // entry that admission refuses is never copied out of the memory tier
-// (Memory.EvictCopies stays put), and one it admits is copied exactly once
+// (Stats.Memory.EvictCopies stays put), and one it admits is copied exactly once
 // and reads back intact from disk.
 func TestCacheEvictionCopiesOnlyAdmitted(t *testing.T) {
 	var refuse atomic.Bool
@@ -60,65 +62,14 @@ func TestCacheEvictionCopiesOnlyAdmitted(t *testing.T) {
 	}
 }
 
-// TestEngineInsertFrom: fill runs only for an entry that passes every
-// check, fills the value in place, and a fill that copies the wrong length
-// drops the entry and hides the older value.
-func TestEngineInsertFrom(t *testing.T) {
-	var refuse atomic.Bool
-	c, _ := testCache(t, 64<<10, func(o *Options) { o.Admission = &toggleAdmission{refuse: &refuse} })
-	e := c.disk
-	calls := 0
-	fillWith := func(v []byte) func([]byte) int {
-		return func(dst []byte) int { calls++; return copy(dst, v) }
-	}
-	if !e.InsertFrom([]byte("k"), 3, time.Time{}, fillWith([]byte("old"))) || calls != 1 {
-		t.Fatalf("admitted InsertFrom: calls %d", calls)
-	}
-	if v, ok := e.Get([]byte("k"), nil); !ok || string(v) != "old" {
-		t.Fatalf("Get after InsertFrom: %q, %v", v, ok)
-	}
-	refused := []struct {
-		name   string
-		key    []byte
-		vlen   int
-		expiry time.Time
-		refuse bool
-	}{
-		{"admission", []byte("x"), 3, time.Time{}, true},
-		{"expired", []byte("x"), 3, time.Unix(1, 0), false},
-		{"too large", []byte("x"), 1 << 30, time.Time{}, false},
-		{"negative", []byte("x"), -1, time.Time{}, false},
-		{"long key", make([]byte, 1<<16), 3, time.Time{}, false},
-	}
-	for _, tc := range refused {
-		refuse.Store(tc.refuse)
-		calls = 0
-		if e.InsertFrom(tc.key, tc.vlen, tc.expiry, fillWith([]byte("new"))) || calls != 0 {
-			t.Errorf("%s: InsertFrom accepted or called fill %d times", tc.name, calls)
-		}
-	}
-	refuse.Store(false)
-	for _, n := range []int{2, 4} {
-		if e.InsertFrom([]byte("k"), 3, time.Time{}, func(dst []byte) int { return n }) {
-			t.Fatalf("fill of %d bytes for 3 accepted", n)
-		}
-		if v, ok := e.Get([]byte("k"), nil); ok {
-			t.Fatalf("short fill left %q readable", v)
-		}
-	}
-	if st := e.Stats(); st.DropFill != 2 || st.DropAdmission != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-}
-
 // TestCacheEvictionAllocatesNothing: an Insert whose eviction admission
-// refuses allocates nothing. That also proves the Evicted and its
+// refuses allocates nothing. That also proves the memory.Evicted and its
 // CopyValue method value stay on the stack on the admitted path (escape is
 // decided statically, for every path alike); the admitted path itself is
 // not counted, as its pooled engine items come back only when the flusher
 // has written them.
 func TestCacheEvictionAllocatesNothing(t *testing.T) {
-	if memRace {
+	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	var refuse atomic.Bool
@@ -159,7 +110,7 @@ func (halfAdmission) Charge(int)    {}
 
 // BenchmarkCacheInsertEvict: one writer inserts fresh 32 KiB values into a
 // full memory tier; each Insert evicts about one entry, which admission
-// refuses half the time (issue 4's hybrid-bench insert path, without the
+// refuses half the time (hybrid-bench's insert path, without the
 // bench's other goroutines). ns/op is the CPU of an Insert and its
 // eviction; the flusher's writes to the MemDevice run beside it.
 func BenchmarkCacheInsertEvict(b *testing.B) {
@@ -168,8 +119,8 @@ func BenchmarkCacheInsertEvict(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, err := Open(Options{
-		Memory:    MemoryOptions{Capacity: 16 << 20, Shards: 4},
-		Disk:      EngineOptions{RegionSize: 16 << 20, QueueBytes: 64 << 20},
+		Memory:    memory.Options{Capacity: 16 << 20, Shards: 4},
+		Disk:      disk.Options{RegionSize: 16 << 20, QueueBytes: 64 << 20},
 		Device:    dev,
 		Admission: halfAdmission{},
 	})

@@ -7,6 +7,8 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // WritePolicy says when an entry is offered to the disk tier.
@@ -23,13 +25,13 @@ const (
 )
 
 // Options configure a Cache. The zero value plus EnsureDefaults is a
-// memory-only cache of MemoryDefaultCapacity bytes.
+// memory-only cache of memory.DefaultCapacity bytes.
 type Options struct {
 	// Memory configures the memory tier. Its OnEvict is set by the Cache
 	// and must be left nil.
-	Memory MemoryOptions `yaml:"memory"`
+	Memory memory.Options `yaml:"memory"`
 	// Disk configures the disk engine; used only when Device is set.
-	Disk EngineOptions `yaml:"disk"`
+	Disk disk.Options `yaml:"disk"`
 	// Device is the disk tier's device. nil: memory only. Open takes
 	// ownership: Close closes it (also when Open fails).
 	Device blockdev.Device `yaml:"-"`

@@ -66,7 +66,7 @@ func (f *promoteFilter) second(h uint64) bool {
 
 // promote copies a disk hit (key → value until expiry, a Unix ns time or 0)
 // into the memory tier if the policy says so and memory has no live entry
-// for key (Memory.SetClean).
+// for key (memory.Cache.SetClean).
 func (c *Cache) promote(key, value []byte, expiry int64) {
 	switch {
 	case c.opts.Promotion == PromoteNever:
@@ -75,7 +75,7 @@ func (c *Cache) promote(key, value []byte, expiry int64) {
 		return
 	}
 	ok := c.mem.SetClean(key, value, expiryTime(expiry))
-	c.disk.kick() // promote runs only on a disk hit: c.disk is set
+	c.disk.Kick() // promote runs only on a disk hit: c.disk is set
 	if ok {
 		c.c.promotions.Add(1)
 	}

@@ -1,13 +1,17 @@
 package hybrid
 
-import "strata/blockdev"
+import (
+	"strata/blockdev"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
+)
 
 // Stats is a snapshot of a Cache's counters, for the proxy's metrics.
 // Counters are cumulative, gauges current.
 type Stats struct {
-	Memory MemoryStats
+	Memory memory.Stats
 	// Disk is the engine's snapshot; zero when the cache is memory only.
-	Disk EngineStats
+	Disk disk.Stats
 	// Device is the disk device's I/O counters; zero when memory only.
 	Device      blockdev.Stats
 	DiskEnabled bool

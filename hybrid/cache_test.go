@@ -13,6 +13,8 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // testCache opens a Cache with a small memory tier over a MemDevice.
@@ -23,8 +25,8 @@ func testCache(t *testing.T, memBytes int64, mutate func(*Options)) (*Cache, *bl
 		t.Fatal(err)
 	}
 	o := Options{
-		Memory: MemoryOptions{Capacity: memBytes, Shards: 1},
-		Disk:   EngineOptions{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
+		Memory: memory.Options{Capacity: memBytes, Shards: 1},
+		Disk:   disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
 		Device: dev,
 	}
 	if mutate != nil {
@@ -133,7 +135,7 @@ func TestCacheBigValueGoesToDisk(t *testing.T) {
 }
 
 func TestCacheMemoryOnly(t *testing.T) {
-	c, err := Open(Options{Memory: MemoryOptions{Capacity: 1 << 20}})
+	c, err := Open(Options{Memory: memory.Options{Capacity: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestCacheMemoryOnly(t *testing.T) {
 }
 
 func TestCacheOptionsValidate(t *testing.T) {
-	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: MemoryOptions{Policy: "random"},
+	o := Options{WritePolicy: "sometimes", FetchTimeout: -1, Memory: memory.Options{Policy: "random"},
 		Promotion: "third-hit"}
 	o.EnsureDefaults()
 	err := o.Validate()
@@ -314,7 +316,7 @@ func cacheModelWorker(t *testing.T, c *Cache, g, ops int) {
 }
 
 func TestCacheHitAllocatesNothing(t *testing.T) {
-	if memRace {
+	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	c, _ := testCache(t, 1<<20, func(o *Options) { o.NoPromote = true })
@@ -362,24 +364,5 @@ func TestCacheContains(t *testing.T) {
 	c.Remove([]byte("k0"))
 	if c.Contains([]byte("k0")) {
 		t.Fatal("Contains after Remove")
-	}
-}
-
-// TestMemoryContainsExpired: an expired entry is not contained.
-func TestMemoryContainsExpired(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Unix(1000, 0).UnixNano())
-	m, err := NewMemory(MemoryOptions{Capacity: 1 << 20, Shards: 1, Now: now.Load})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	m.Set([]byte("k"), []byte("v"), time.Unix(1001, 0))
-	if !m.Contains([]byte("k")) {
-		t.Fatal("live entry not contained")
-	}
-	now.Store(time.Unix(1002, 0).UnixNano())
-	if m.Contains([]byte("k")) {
-		t.Fatal("expired entry contained")
 	}
 }

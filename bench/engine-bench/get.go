@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"strata/bench/internal/fio"
-	"strata/hybrid"
+	"strata/hybrid/disk"
 )
 
 // benchGet fills the engine with entries of 4 and 64 KiB (key + value +
@@ -24,9 +24,9 @@ func benchGet(ctx context.Context, cfg *config, path string) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := hybrid.OpenEngine(dev, hybrid.EngineOptions{
-			RegionSize: 16 << 20, BufferSize: 4 << 20, Recovery: hybrid.RecoveryNone,
-			Runtime: hybrid.RuntimeMode(cfg.runtime), ReadWorkers: 16, Logger: quiet,
+		e, err := disk.Open(dev, disk.Options{
+			RegionSize: 16 << 20, BufferSize: 4 << 20, Recovery: disk.RecoveryNone,
+			Runtime: disk.RuntimeMode(cfg.runtime), ReadWorkers: 16, Logger: quiet,
 		})
 		if err != nil {
 			dev.Close()
@@ -59,7 +59,7 @@ func benchGet(ctx context.Context, cfg *config, path string) ([]row, error) {
 
 // fill inserts entries of about size bytes (header included) until bytes
 // are written, waits until all are on the device and returns their count.
-func fill(e *hybrid.Engine, size int, bytes int64) int {
+func fill(e *disk.Engine, size int, bytes int64) int {
 	val := make([]byte, size-64)
 	n := 0
 	for ; int64(n)*int64(size) < bytes; n++ {
@@ -74,7 +74,7 @@ func fill(e *hybrid.Engine, size int, bytes int64) int {
 func getKey(i int) []byte { return strconv.AppendInt([]byte("g"), int64(i), 10) }
 
 // settle waits until nothing is queued or pending.
-func settle(e *hybrid.Engine) {
+func settle(e *disk.Engine) {
 	for {
 		if s := e.Stats(); s.QueuedBytes == 0 && s.PendingKeys == 0 {
 			return
@@ -84,7 +84,7 @@ func settle(e *hybrid.Engine) {
 }
 
 // getCase runs rounds of fio randread and of our Gets at GOMAXPROCS p.
-func getCase(ctx context.Context, cfg *config, path string, e *hybrid.Engine, size, n, readers, p int) (row, error) {
+func getCase(ctx context.Context, cfg *config, path string, e *disk.Engine, size, n, readers, p int) (row, error) {
 	var fp50, op50, fmean, omean []float64
 	for range cfg.rounds {
 		f, err := fio.Run(ctx, cfg.fio, path, cfg.size, fio.Job{RW: "randread", BS: size, Jobs: readers, D: cfg.d})
@@ -109,7 +109,7 @@ func getCase(ctx context.Context, cfg *config, path string, e *hybrid.Engine, si
 
 // getOurs times Gets of random filled keys from readers goroutines for d;
 // it returns the median and mean latency in ns and the hit ratio.
-func getOurs(e *hybrid.Engine, n, readers int, d time.Duration) (p50, mean, hits float64) {
+func getOurs(e *disk.Engine, n, readers int, d time.Duration) (p50, mean, hits float64) {
 	lats := make([][]int64, readers)
 	hit := make([]int, readers)
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-// Command engine-bench measures strata's disk engine (hybrid.Engine) on a
+// Command engine-bench measures strata's disk engine (disk.Engine) on a
 // file device (blockdev.Open, O_DIRECT) against fio on the same file in
 // the same run, for the targets of the engine's issue:
 //
@@ -11,7 +11,7 @@
 //	        entry size, 4 and 64 KiB, 1 and 8 readers (target p50 ≤ 1.5×);
 //	        GOMAXPROCS is printed per row: a goroutine blocked in pread holds
 //	        its P, so equal in-flight reads need GOMAXPROCS ≥ readers
-//	recover OpenEngine of a -recsize file full of 16 KiB entries, page cache
+//	recover disk.Open of a -recsize file full of 16 KiB entries, page cache
 //	        dropped first (target < 5 s), beside fio's sequential read rate
 //	ram     index bytes per entry and GC cost with -entries entries
 //	        (targets ≤ 24 B, < 5 ms)

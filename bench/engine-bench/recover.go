@@ -14,22 +14,22 @@ import (
 	"time"
 
 	"strata/bench/internal/fio"
-	"strata/hybrid"
+	"strata/hybrid/disk"
 )
 
 // benchRecover fills a cfg.recSize file with 16 KiB entries through the
-// engine, then times OpenEngine (quiet recovery) with the page cache
+// engine, then times disk.Open (quiet recovery) with the page cache
 // dropped before each round, beside fio's sequential read rate of the
 // same file (and what reading all of it would take at that rate).
 func benchRecover(ctx context.Context, cfg *config, path string) ([]row, error) {
-	o := hybrid.EngineOptions{RegionSize: 16 << 20, BufferSize: 4 << 20, Flushers: 2,
-		QueueBytes: 64 << 20, Recovery: hybrid.RecoveryNone, Logger: quiet}
+	o := disk.Options{RegionSize: 16 << 20, BufferSize: 4 << 20, Flushers: 2,
+		QueueBytes: 64 << 20, Recovery: disk.RecoveryNone, Logger: quiet}
 	dev, err := openDev(path, cfg.recSize)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
-	e, err := hybrid.OpenEngine(dev, o)
+	e, err := disk.Open(dev, o)
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +44,14 @@ func benchRecover(ctx context.Context, cfg *config, path string) ([]row, error) 
 		return nil, err
 	}
 	fmt.Printf("recover: filled %d MiB in %v\n", cfg.recSize>>20, time.Since(start).Round(time.Millisecond))
-	o.Recovery = hybrid.RecoveryQuiet
+	o.Recovery = disk.RecoveryQuiet
 	var secs, fios []float64
 	var entries uint64
 	dropped := true
 	for range cfg.rounds {
 		dropped = dropCaches() && dropped
 		t := time.Now()
-		e, err := hybrid.OpenEngine(dev, o)
+		e, err := disk.Open(dev, o)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func benchRAM(_ context.Context, cfg *config, path string) ([]row, error) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	e, err := hybrid.OpenEngine(dev, hybrid.EngineOptions{Recovery: hybrid.RecoveryNone, QueueBytes: 64 << 20, Logger: quiet})
+	e, err := disk.Open(dev, disk.Options{Recovery: disk.RecoveryNone, QueueBytes: 64 << 20, Logger: quiet})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"strata/admission"
 	"strata/bench/internal/fio"
 	"strata/blockdev"
-	"strata/hybrid"
+	"strata/hybrid/disk"
 )
 
 // limiter adapts an admission.RateLimiter to the engine's Admitter.
@@ -24,17 +24,17 @@ func (a limiter) Written(n int)              { a.l.Charge(n) }
 // writeOpts is the engine configuration of the write and rate cases: large
 // buffers, several flushers (each has one write in flight while its other
 // buffer fills), a queue of a few buffers per flusher.
-func writeOpts(cfg *config, adm hybrid.Admitter) hybrid.EngineOptions {
-	return hybrid.EngineOptions{
+func writeOpts(cfg *config, adm disk.Admitter) disk.Options {
+	return disk.Options{
 		RegionSize: 64 << 20, BufferSize: cfg.buffer, Flushers: cfg.flushers,
-		QueueBytes: int64(cfg.flushers) * 4 * int64(cfg.buffer), Recovery: hybrid.RecoveryNone,
+		QueueBytes: int64(cfg.flushers) * 4 * int64(cfg.buffer), Recovery: disk.RecoveryNone,
 		Admission: adm, Logger: quiet,
 	}
 }
 
 // produce inserts entries of n bytes (key + value) from g goroutines until
 // stop is set, with unique keys; a refused Insert backs off for a moment.
-func produce(e *hybrid.Engine, g, n int, stop *atomic.Bool, next *atomic.Uint64) *sync.WaitGroup {
+func produce(e *disk.Engine, g, n int, stop *atomic.Bool, next *atomic.Uint64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	val := make([]byte, n-16)
 	for i := range val {
@@ -59,13 +59,13 @@ func produce(e *hybrid.Engine, g, n int, stop *atomic.Bool, next *atomic.Uint64)
 // writeOurs runs the engine on path for d with an admitter and returns the
 // device write rate over the last 4/5 of d (the first fifth warms up the
 // queue, the regions and a limiter's burst) and the payload rate.
-func writeOurs(cfg *config, path string, adm hybrid.Admitter) (devRate, payloadRate float64, err error) {
+func writeOurs(cfg *config, path string, adm disk.Admitter) (devRate, payloadRate float64, err error) {
 	dev, err := openDev(path, cfg.size)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer dev.Close()
-	e, err := hybrid.OpenEngine(dev, writeOpts(cfg, adm))
+	e, err := disk.Open(dev, writeOpts(cfg, adm))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -12,11 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 func memoryCache(t *testing.T) *hybrid.Cache {
 	t.Helper()
-	c, err := hybrid.Open(hybrid.Options{Memory: hybrid.MemoryOptions{Capacity: 8 << 20}})
+	c, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 8 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strata/admission"
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 )
 
 // result is everything a run measured; --json writes it.
@@ -273,18 +275,18 @@ func writeJSON(path string, r *result) error {
 // device (which the Cache then owns).
 func cacheOptions(cfg *config) (hybrid.Options, error) {
 	o := hybrid.Options{
-		Memory:      hybrid.MemoryOptions{Capacity: cfg.Mem, Policy: hybrid.MemoryPolicy(cfg.Eviction)},
+		Memory:      memory.Options{Capacity: cfg.Mem, Policy: memory.Policy(cfg.Eviction)},
 		WritePolicy: hybrid.WritePolicy(cfg.Policy),
 	}
 	if cfg.NoDisk {
 		return o, nil
 	}
-	o.Disk = hybrid.EngineOptions{
+	o.Disk = disk.Options{
 		RegionSize: cfg.RegionSize, BufferSize: int(cfg.BufferSize), QueueBytes: cfg.QueueBytes,
 		Flushers: cfg.Flushers, Reclaimers: cfg.Reclaimers,
-		Runtime:     hybrid.RuntimeMode(cfg.Runtime),
+		Runtime:     disk.RuntimeMode(cfg.Runtime),
 		ReadWorkers: cfg.ReadWorkers, WriteWorkers: cfg.WriteWorkers,
-		Recovery: hybrid.RecoveryMode(cfg.RecoverMode),
+		Recovery: disk.RecoveryMode(cfg.RecoverMode),
 	}
 	if cfg.AdmissionRate > 0 {
 		l, err := admission.NewRateLimiter(admission.RateOptions{BytesPerSecond: cfg.AdmissionRate})

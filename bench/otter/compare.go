@@ -1,4 +1,4 @@
-// Command otter sets strata's memory tier (hybrid.Memory) beside
+// Command otter sets strata's memory tier (memory.Cache) beside
 // github.com/maypok86/otter/v2 and prints hit ratios on Zipf and Zipf+scan
 // traces and parallel Get throughput. It is a module of its own so that
 // otter never becomes a dependency of strata.
@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/maypok86/otter/v2"
+	"strata/hybrid/memory"
 
-	"strata/hybrid"
+	"github.com/maypok86/otter/v2"
 )
 
 const valueSize = 100
@@ -34,7 +34,7 @@ type cache interface {
 	len() int
 }
 
-type strataCache struct{ m *hybrid.Memory }
+type strataCache struct{ m *memory.Cache }
 
 func (c strataCache) get(k []byte) bool { _, _, ok := c.m.Get(k, nil); return ok }
 func (c strataCache) set(k, v []byte)   { c.m.Set(k, v, time.Time{}) }
@@ -46,9 +46,9 @@ func (c otterCache) get(k []byte) bool { _, ok := c.c.GetIfPresent(string(k)); r
 func (c otterCache) set(k, v []byte)   { c.c.Set(string(k), v) }
 func (c otterCache) len() int          { return c.c.EstimatedSize() }
 
-// entryCharge returns the bytes hybrid.Memory charges for one entry.
+// entryCharge returns the bytes memory.Cache charges for one entry.
 func entryCharge() int64 {
-	m, err := hybrid.NewMemory(hybrid.MemoryOptions{Capacity: 1 << 20})
+	m, err := memory.New(memory.Options{Capacity: 1 << 20})
 	if err != nil {
 		panic(err)
 	}
@@ -57,8 +57,8 @@ func entryCharge() int64 {
 	return m.Bytes()
 }
 
-func newStrata(entries int, p hybrid.MemoryPolicy) strataCache {
-	m, err := hybrid.NewMemory(hybrid.MemoryOptions{Capacity: int64(entries) * entryCharge(), Policy: p})
+func newStrata(entries int, p memory.Policy) strataCache {
+	m, err := memory.New(memory.Options{Capacity: int64(entries) * entryCharge(), Policy: p})
 	if err != nil {
 		panic(err)
 	}

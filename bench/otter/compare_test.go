@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // The same comparisons as `go run .`, as Go benchmarks for benchstat:
@@ -39,7 +39,7 @@ func BenchmarkHitRatio(b *testing.B) {
 			name string
 			new  func() cache
 		}{
-			{"strata", func() cache { return newStrata(keys/10, hybrid.MemoryS3FIFO) }},
+			{"strata", func() cache { return newStrata(keys/10, memory.S3FIFO) }},
 			{"otter", func() cache { return newOtter(keys / 10) }},
 		} {
 			b.Run(wl.name+"/"+c.name, func(b *testing.B) {

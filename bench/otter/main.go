@@ -8,7 +8,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 func main() {
@@ -16,7 +16,7 @@ func main() {
 	requests := flag.Int("requests", 1_000_000, "requests per hit-ratio trace")
 	testing.Init()
 	flag.Parse()
-	fmt.Printf("strata hybrid.Memory vs otter v2.4.0: %d-byte values, 16-byte keys, equal entry capacity "+
+	fmt.Printf("strata memory.Cache vs otter v2.4.0: %d-byte values, 16-byte keys, equal entry capacity "+
 		"(strata charges %d B/entry); GOMAXPROCS=%d\n\n", valueSize, entryCharge(), runtime.GOMAXPROCS(0))
 	ok := hitRatioTable(*keys, *requests)
 	ok = throughputTable(*keys) && ok
@@ -40,8 +40,8 @@ func hitRatioTable(keys, requests int) bool {
 		for _, pct := range []int{1, 10} {
 			n := keys * pct / 100
 			var r [4]float64
-			for i, c := range []cache{newStrata(n, hybrid.MemoryS3FIFO), newStrata(n, hybrid.MemoryLRU),
-				newStrata(n, hybrid.MemoryFIFO), newOtter(n)} {
+			for i, c := range []cache{newStrata(n, memory.S3FIFO), newStrata(n, memory.LRU),
+				newStrata(n, memory.FIFO), newOtter(n)} {
 				r[i] = hitRatio(c, t)
 			}
 			ok = ok && r[0] >= r[3]

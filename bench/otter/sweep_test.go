@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // TestSweep compares S3-FIFO with otter beyond the table of `go run .`:
@@ -63,7 +63,7 @@ func TestSweep(t *testing.T) {
 					o = (hitRatio(newOtter(size), tr) + hitRatio(newOtter(size), tr) + hitRatio(newOtter(size), tr)) / 3
 					ref[id] = o
 				}
-				s := hitRatio(newStrata(size, hybrid.MemoryS3FIFO), tr)
+				s := hitRatio(newStrata(size, memory.S3FIFO), tr)
 				rowS += s / float64(len(seeds))
 				rowO += o / float64(len(seeds))
 				m := s - o

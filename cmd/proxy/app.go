@@ -193,7 +193,7 @@ func (a *app) serve(name, scheme string, ln net.Listener, serve func(net.Listene
 // It is safe on a partly built app. Draining, closing the fills and
 // closing the cache share one deadline, limits.shutdown_timeout from now
 // (a cache device that never answers is given up on at it, see
-// hybrid.Engine.Close); the clock and the admin listener get a second
+// disk.Engine.Close); the clock and the admin listener get a second
 // each, so shutdown ends within the timeout and a few seconds.
 func (a *app) shutdown() error {
 	var errs []error

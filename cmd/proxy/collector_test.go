@@ -11,6 +11,7 @@ import (
 
 	"strata/blockdev"
 	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // TestCacheCollector: every statistic passes the Prometheus linter,
@@ -25,7 +26,7 @@ func TestCacheCollector(t *testing.T) {
 		{"with disk", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := hybrid.Options{Memory: hybrid.MemoryOptions{Capacity: 8 << 20}}
+			opts := hybrid.Options{Memory: memory.Options{Capacity: 8 << 20}}
 			if tc.disk {
 				dev, err := blockdev.NewMem(128<<20, 4096)
 				if err != nil {

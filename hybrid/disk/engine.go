@@ -1,0 +1,276 @@
+package disk
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"strata/blockdev"
+)
+
+// Engine is the disk tier: a log-structured store of key/value entries in
+// equal regions of a blockdev.Device, with an in-memory index from key
+// hash to packed disk address. See the package documentation for the
+// format, the write path, reclaim, recovery and the concurrency rules.
+//
+// All methods are safe for concurrent use. Insert and Remove return at
+// once; the write happens on a flusher goroutine. Get copies the value into
+// the caller's dst; nothing returned aliases engine memory.
+type Engine struct {
+	dev     blockdev.Device
+	opts    Options
+	lay     layout
+	inst    uint64 // instance id from the superblock
+	ix      *index
+	pending *pending
+	regions *regions
+	flush   []*flusher
+	rt      *ioRuntime
+	c       counters
+	health  health
+	errLog  errLog
+	seq     atomic.Uint64 // last sequence handed out
+	queued  atomic.Int64  // bytes accepted and not yet written
+	zeroBlk []byte
+	bufs    bufPool
+
+	gate gate // operations enter it; Close shuts it
+
+	stopReclaim chan struct{} // closed by Close: stops reclaimers and the prober
+	abort       chan struct{} // closed when Close's ctx expires
+	wg          sync.WaitGroup
+	flushWG     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
+
+	// afterForget, if set (tests only, before the first Insert), runs in
+	// commit and fail right after an item stops being its key's pending
+	// operation, with the pending shard lock held.
+	afterForget func(h uint64)
+}
+
+// Open formats or recovers dev per opts.Recovery and starts the
+// flushers, reclaimers and I/O workers. The engine does not own dev: Close
+// syncs it but leaves closing it to the caller.
+func Open(dev blockdev.Device, opts Options) (*Engine, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	lay, err := newLayout(dev, &opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		dev: dev, opts: opts, lay: lay,
+		pending:     newPending(),
+		regions:     newRegions(lay.regionCount, opts.Picker, opts.CleanRegions, opts.Reclaimers),
+		zeroBlk:     blockdev.AlignedBuffer(int(lay.blockSize), int(lay.blockSize)),
+		stopReclaim: make(chan struct{}),
+		abort:       make(chan struct{}),
+	}
+	e.bufs.bs = int(lay.blockSize)
+	e.gate.init()
+	e.health.init(e)
+	e.regions.readers.L = &e.regions.readerMu
+	start := time.Now()
+	if err := e.recover(); err != nil {
+		return nil, err
+	}
+	e.c.recoveryNanos.Store(uint64(time.Since(start)))
+	e.rt = newIORuntime(e)
+	e.startFlushers()
+	for range opts.Reclaimers {
+		e.wg.Add(1)
+		go e.reclaimLoop()
+	}
+	e.wg.Add(1)
+	go e.health.run()
+	return e, nil
+}
+
+// Insert queues key → value for writing and returns at once. It copies key
+// and value. expiry zero means never. It returns false, and counts why, if
+// the entry was dropped: engine closed, too large, already expired, disk
+// out of service, refused by admission, or over the queue bound. A dropped Insert also
+// hides any older value of the key, so a Get never returns a value older
+// than the newest Insert.
+func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
+	return e.insert(key, value, len(value), expiry, nil, false)
+}
+
+// InsertFrom is Insert for a value of vlen bytes that the caller has not
+// gathered: only once the entry has passed every check (size, expiry,
+// admission, queue bound) does it call fill, once and before it returns,
+// to copy the value into the engine's own buffer (len(dst) == vlen). fill
+// reports the bytes it copied; if they are not vlen the entry is dropped
+// like a refused one. The memory tier's eviction uses it so that an entry
+// admission refuses is never copied, and one it admits is copied once,
+// from the memory tier's blocks straight into the write queue.
+func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
+	return e.insert(key, nil, vlen, expiry, fill, false)
+}
+
+// InsertFromLater and Kick are the write-on-eviction handshake: the
+// memory tier's eviction hook offers each evicted entry with
+// InsertFromLater, and its caller calls Kick once the memory tier's lock
+// is released.
+//
+// InsertFromLater is InsertFrom without the flusher's wake-up. Its
+// contract:
+//   - it never waits for I/O, a flusher or queue space (it takes only
+//     short internal locks), so it may run under the memory tier's shard
+//     lock;
+//   - it asks Options.Admission with the key's hash and the entry's size
+//     before anything is copied: a refused entry costs no copy;
+//   - it calls fill at most once, before it returns, with len(dst) ==
+//     vlen, to copy the value straight into the write queue; fill must
+//     not call back into the Engine;
+//   - it returns whether the entry was queued (false, counted, for every
+//     reason Insert may drop one);
+//   - the flusher of a queued entry may not be woken before the next
+//     Kick: its caller owes one.
+func (e *Engine) InsertFromLater(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
+	return e.insert(key, nil, vlen, expiry, fill, true)
+}
+
+// Kick wakes the flushers that InsertFromLater left waiting. It never
+// blocks; call it after every call that may have evicted from the memory
+// tier, outside the memory tier's locks. A Kick with nothing left waiting
+// costs one atomic load per flusher.
+func (e *Engine) Kick() {
+	for _, f := range e.flush {
+		f.q.kick()
+	}
+}
+
+// insert is Insert (fill nil: value holds vlen bytes) and InsertFrom; later
+// defers the flusher's wake-up to Kick.
+func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int, later bool) bool {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
+		return false
+	}
+	defer e.gate.exit(h)
+	e.c.inserts.Add(1)
+	var exp int64
+	if !expiry.IsZero() {
+		exp = expiry.UnixNano()
+	}
+	size := entrySize(len(key), vlen)
+	switch {
+	case vlen < 0 || len(key) > 1<<16-1 || size > e.lay.maxEntry:
+		e.c.dropTooLarge.Add(1)
+	case exp != 0 && exp <= e.opts.Now().UnixNano():
+		e.c.dropExpired.Add(1)
+	case e.health.down():
+		e.c.dropOffline.Add(1)
+	case e.opts.Admission != nil && !e.opts.Admission.Admit(h, size):
+		e.c.dropAdmission.Add(1)
+	case e.queued.Add(int64(size)) > e.opts.QueueBytes:
+		e.queued.Add(-int64(size))
+		e.c.dropQueue.Add(1)
+	default:
+		it := newItem(len(key) + vlen)
+		it.hash, it.expiry, it.klen, it.size = h, exp, len(key), int64(size)
+		k := copy(it.kv, key)
+		if fill == nil {
+			copy(it.kv[k:], value)
+		} else if fill(it.kv[k:]) != vlen {
+			freeItem(it)
+			e.queued.Add(-int64(size))
+			e.c.dropFill.Add(1)
+			break
+		}
+		e.submit(it, later)
+		return true
+	}
+	e.hide(h)
+	return false
+}
+
+// submit assigns the item its sequence and makes it the key's pending
+// operation and the last in its flusher's queue, atomically under the
+// pending shard lock, so sequence order, pending order and write order
+// agree for each key.
+func (e *Engine) submit(it *item, later bool) {
+	s := e.pending.shard(it.hash)
+	s.mu.Lock()
+	it.seq = e.seq.Add(1)
+	s.put(it)
+	if q := &e.flusherFor(it.hash).q; later {
+		q.pushLater(it)
+	} else {
+		q.push(it)
+	}
+	s.mu.Unlock()
+}
+
+// Remove hides key at once and writes a tombstone so that the key stays
+// gone after a restart. A key the engine does not hold costs nothing.
+func (e *Engine) Remove(key []byte) {
+	h := xxhash.Sum64(key)
+	if !e.gate.enter(h) {
+		return
+	}
+	defer e.gate.exit(h)
+	e.c.removes.Add(1)
+	e.hide(h)
+}
+
+// hide removes h from the index and, if it was indexed or pending, queues
+// a tombstone (outside the queue bound: tombstones are small and must not
+// be lost).
+func (e *Engine) hide(h uint64) {
+	s := e.pending.shard(h)
+	if !s.maybe(h) {
+		// Not pending (the filter has no false negatives): only an indexed
+		// copy needs the locks. Most hides are of evicted keys admission
+		// refused, fresh ones the disk never held; the read lock of an
+		// index lookup is all they cost, not two exclusive locks held
+		// under the memory tier's shard lock. A key that becomes pending
+		// or indexed after this check was written after this hide began,
+		// so it is newer and must stay.
+		if _, ok := e.ix.get(h); !ok {
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, inIndex := e.ix.remove(h)
+	if inIndex {
+		e.unaccount(old)
+	}
+	if p := s.m[h]; !inIndex && (p == nil || p.tomb) {
+		return
+	}
+	e.queueTomb(s, h, 0)
+}
+
+// queueTomb queues a tombstone for h as the key's newest operation; tries
+// counts earlier failed writes of tombstones for this key.
+// REQUIRES: s is h's pending shard, s.mu held.
+func (e *Engine) queueTomb(s *pendingShard, h uint64, tries uint8) {
+	size := entrySize(0, 0)
+	e.queued.Add(int64(size))
+	it := newItem(0)
+	it.hash, it.tomb, it.size, it.tries = h, true, int64(size), tries
+	it.seq = e.seq.Add(1)
+	s.put(it)
+	e.flusherFor(h).q.push(it)
+}
+
+// unaccount subtracts an entry that left the index from its region's live
+// bytes.
+func (e *Engine) unaccount(v uint64) {
+	r, _, length := e.lay.unpack(v)
+	if int(r) < len(e.regions.regions) {
+		e.regions.regions[r].live.Add(-int64(length))
+	}
+}
+
+func (e *Engine) flusherFor(h uint64) *flusher {
+	return e.flush[(h>>17^h)%uint64(len(e.flush))]
+}

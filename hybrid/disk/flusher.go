@@ -1,0 +1,320 @@
+package disk
+
+import (
+	"time"
+
+	"strata/blockdev"
+)
+
+// flusher owns one share of the keys (by hash), a queue, and two aligned
+// buffers: one filling, one being written. It serialises each entry once,
+// straight into the filling buffer; a full buffer, or one that waited
+// FlushDelay, becomes one aligned write at its region's cursor. At most one
+// write is in flight, so index updates happen in write order.
+type flusher struct {
+	e     *Engine
+	q     queue
+	stop  chan struct{}
+	data  [2][]byte
+	bufs  [2]buf
+	cur   *buf // filling; nil until the first item
+	fly   *buf // in flight; nil if none
+	spare []*item
+
+	region    uint32
+	regionSeq uint64
+	hasRegion bool
+	cursor    int64 // region offset of the next write (block aligned)
+	broken    bool  // a write failed: abandon the region
+
+	timer    *time.Timer
+	due      bool // the filling buffer waited long enough
+	stopping bool // stop was closed: drain and exit
+}
+
+// buf is one batch being built or written.
+type buf struct {
+	data      []byte
+	region    uint32
+	regionSeq uint64
+	start     int64 // region offset where data[0] goes
+	batchOff  int   // offset of the batch header in data
+	end       int   // next entry offset in data
+	limit     int   // usable bytes of data for this batch
+	wlen      int   // bytes to write (block aligned), set by finish
+	woff      int64 // device offset of the write
+	recs      []record
+	items     []*item
+	seals     bool // seal the region once this write completes
+	err       error
+	done      chan struct{}
+}
+
+func (e *Engine) startFlushers() {
+	e.flush = make([]*flusher, e.opts.Flushers)
+	for i := range e.flush {
+		f := &flusher{e: e, stop: make(chan struct{})}
+		f.q.signal = make(chan struct{}, 1)
+		for j := range f.data {
+			f.data[j] = blockdev.AlignedBuffer(e.opts.BufferSize, int(e.lay.blockSize))
+			f.bufs[j].data = f.data[j]
+			f.bufs[j].done = make(chan struct{}, 1)
+		}
+		e.flush[i] = f
+	}
+	for _, f := range e.flush {
+		e.flushWG.Add(1)
+		go f.run()
+	}
+}
+
+// run is the flusher goroutine. It drains its queue after stop closes and
+// exits once everything queued is written. A panic in the loop is
+// recovered (see Engine.recovered) and the loop resumes; the item being
+// handled at that moment may stay pending until Close.
+func (f *flusher) run() {
+	defer f.e.flushWG.Done()
+	f.timer = time.NewTimer(time.Hour)
+	f.timer.Stop()
+	defer f.timer.Stop()
+	for !f.loop() {
+	}
+}
+
+// loop runs the flusher until it has drained after stop (true) or a
+// panic was recovered (false).
+func (f *flusher) loop() (done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.e.recovered("flusher", r)
+			done = false
+		}
+	}()
+	for {
+		items := f.q.take(f.spare)
+		for i, it := range items {
+			f.add(it)
+			items[i] = nil
+		}
+		f.spare = items
+		if f.cur != nil && len(f.cur.items) > 0 && f.fly == nil && (f.due || f.e.opts.FlushDelay < 0) {
+			f.write()
+		}
+		if f.stopping && len(items) == 0 {
+			f.drain()
+			if f.q.empty() { // a failed write may have queued tombstones
+				return true
+			}
+			continue
+		}
+		var flyDone chan struct{}
+		if f.fly != nil {
+			flyDone = f.fly.done
+		}
+		select {
+		case <-f.q.signal:
+		case <-flyDone:
+			f.complete()
+		case <-f.timer.C:
+			f.due = true
+		case <-f.stop:
+			f.stopping = true
+			f.stop = nil
+		case <-f.e.abort:
+			f.abortQueue()
+			f.stopping = true
+		}
+	}
+}
+
+// drain writes the filling buffer and waits for the last write.
+func (f *flusher) drain() {
+	if f.cur != nil && len(f.cur.items) > 0 {
+		f.write()
+	}
+	f.wait()
+}
+
+// abortQueue drops what is queued but not yet in a buffer (Close timed out).
+func (f *flusher) abortQueue() {
+	for _, it := range f.q.take(nil) {
+		f.e.c.dropAborted.Add(1)
+		f.e.fail(it, false)
+	}
+}
+
+// add serialises one item into the filling buffer, writing buffers and
+// moving to a new region as needed. An item is never dropped silently:
+// either it lands in a buffer or it is failed and counted.
+func (f *flusher) add(it *item) {
+	size := entrySize(it.klen, len(it.kv)-it.klen)
+	for {
+		if f.cur == nil && !f.open() {
+			f.e.c.dropAborted.Add(1)
+			f.e.fail(it, false)
+			return
+		}
+		b := f.cur
+		if b.end+size+(len(b.recs)+1)*indexRecordSize <= b.limit {
+			f.put(b, it, size)
+			return
+		}
+		switch {
+		case len(b.items) > 0:
+			f.write()
+		case b.limit < len(b.data) && b.start > 0:
+			f.retire() // the region's tail is too short for this entry
+		default:
+			f.e.c.dropTooLarge.Add(1) // cannot happen: Insert checks the size
+			f.e.fail(it, false)
+			return
+		}
+	}
+}
+
+// put serialises it at b.end.
+func (f *flusher) put(b *buf, it *item, size int) {
+	if len(b.items) == 0 {
+		f.due = false
+		if d := f.e.opts.FlushDelay; d > 0 {
+			f.timer.Reset(d)
+		}
+	}
+	var flags uint8
+	if it.tomb {
+		flags = entryFlagTomb
+	}
+	h := entry{flags: flags, hash: it.hash, seq: it.seq, expiry: it.expiry}
+	encodeEntry(b.data[b.end:], &h, it.key(), it.value())
+	b.recs = append(b.recs, record{hash: it.hash, seq: it.seq, expiry: it.expiry,
+		offset: uint32(b.start) + uint32(b.end), length: uint32(size), tomb: it.tomb})
+	b.items = append(b.items, it)
+	b.end += size
+}
+
+// open starts a new filling buffer at the cursor, taking a clean region
+// first if the flusher has none. It fails only when Close gave up.
+func (f *flusher) open() bool {
+	if !f.hasRegion {
+		id, seq, ok := f.e.regions.acquire(f.e.abort)
+		if !ok {
+			return false
+		}
+		f.region, f.regionSeq, f.hasRegion, f.cursor = id, seq, true, 0
+	}
+	b := &f.bufs[0]
+	if f.fly == b {
+		b = &f.bufs[1]
+	}
+	b.region, b.regionSeq, b.start = f.region, f.regionSeq, f.cursor
+	b.limit = int(min(int64(len(b.data)), f.e.lay.regionSize-f.cursor))
+	b.batchOff, b.seals, b.err = 0, false, nil
+	if f.cursor == 0 {
+		putRegionHeader(b.data, regionHeader{instance: f.e.inst, seq: f.regionSeq})
+		b.batchOff = regionHeaderSize
+	}
+	b.end = b.batchOff + batchHeaderSize
+	f.cur = b
+	return true
+}
+
+// finish writes the index records and the batch header and pads the batch
+// to the block size.
+func (b *buf) finish(e *Engine) {
+	recOff := b.end
+	for i := range b.recs {
+		putRecord(b.data[recOff+i*indexRecordSize:], &b.recs[i])
+	}
+	recEnd := recOff + len(b.recs)*indexRecordSize
+	h := batch{instance: e.inst, regionSeq: b.regionSeq, length: uint32(recEnd - b.batchOff),
+		count: uint32(len(b.recs)), recOff: uint32(recOff - b.batchOff)}
+	putBatchHeader(b.data[b.batchOff:], &h, b.data[recOff:recEnd])
+	b.wlen = int(alignUp(int64(recEnd), e.lay.blockSize))
+	clear(b.data[recEnd:b.wlen])
+}
+
+// write finishes the filling buffer and starts its write, after the
+// previous write completed. The cursor moves past it; a full region is
+// sealed when this write completes.
+func (f *flusher) write() {
+	f.wait() // a failure here may abandon f.cur
+	b := f.cur
+	f.cur = nil
+	f.timer.Stop()
+	f.due = false
+	if b == nil || len(b.items) == 0 {
+		return
+	}
+	b.finish(f.e)
+	f.cursor += int64(b.wlen)
+	if f.cursor >= f.e.lay.regionSize {
+		b.seals = true
+		f.hasRegion = false
+	}
+	f.fly = b
+	f.e.rt.write(b, f.e.lay.regionBase(b.region)+b.start)
+}
+
+// retire gives up the current region (its tail cannot hold the next
+// entry): it is sealed now, or when the write in flight to it completes.
+func (f *flusher) retire() {
+	f.cur = nil
+	f.hasRegion = false
+	if f.fly != nil && f.fly.region == f.region {
+		f.fly.seals = true
+		return
+	}
+	f.e.regions.seal(f.region)
+}
+
+// wait blocks until the write in flight, if any, completes.
+func (f *flusher) wait() {
+	if f.fly != nil {
+		<-f.fly.done
+		f.complete()
+	}
+}
+
+// complete publishes the finished write: the index learns the addresses of
+// entries that are still the newest for their key, and their queue bytes
+// are released. After a failed write the region is abandoned and its
+// entries are failed.
+func (f *flusher) complete() {
+	b, e := f.fly, f.e
+	f.fly = nil
+	if b.err != nil {
+		e.c.ioErrors.Add(1)
+		e.deviceFailed("hybrid: flush write failed", "region", b.region, "offset", b.start, "err", b.err)
+		f.abandon(b) // first: the tombstones fail queues must go to a new region
+		for _, it := range b.items {
+			e.c.writeFailed.Add(1)
+			e.fail(it, true)
+		}
+	} else {
+		e.commit(b)
+	}
+	if b.seals {
+		e.regions.seal(b.region)
+	}
+	clear(b.items)
+	b.items, b.recs = b.items[:0], b.recs[:0]
+}
+
+// abandon stops writing the failed write's region: later batches after a
+// hole would be unreachable for recovery. The filling buffer, if it was
+// meant for the same region, is failed too.
+func (f *flusher) abandon(b *buf) {
+	if c := f.cur; c != nil && c.region == b.region {
+		for _, it := range c.items {
+			f.e.c.writeFailed.Add(1)
+			f.e.fail(it, true)
+		}
+		clear(c.items)
+		c.items, c.recs = c.items[:0], c.recs[:0]
+		f.cur = nil
+	}
+	if f.hasRegion && f.region == b.region {
+		f.hasRegion = false
+		b.seals = true
+	}
+}

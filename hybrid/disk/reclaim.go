@@ -1,0 +1,146 @@
+package disk
+
+// reclaimLoop keeps CleanRegions clean regions ready until stopReclaim.
+// A panic is recovered (Engine.recovered) and the loop resumes.
+func (e *Engine) reclaimLoop() {
+	defer e.wg.Done()
+	s := newScan(e)
+	for !e.reclaimRun(s) {
+	}
+}
+
+// reclaimRun reclaims until stopReclaim (true) or a recovered panic
+// (false).
+func (e *Engine) reclaimRun(s *scan) (done bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.recovered("reclaimer", r)
+			done = false
+		}
+	}()
+	for {
+		for e.regions.needReclaim() {
+			if !e.reclaimOne(s) {
+				break
+			}
+		}
+		select {
+		case <-e.regions.kick:
+		case <-e.stopReclaim:
+			return true
+		}
+	}
+}
+
+// reclaimOne empties one victim: walk its index records, drop the index
+// entries that still point into it (compare-and-remove, so a newer copy
+// elsewhere survives), reinsert read entries if configured, wait for Gets
+// already reading it, zero its first block (so recovery sees it clean) in
+// pick order, and return it to the clean pool.
+func (e *Engine) reclaimOne(s *scan) bool {
+	id, ticket, ok := e.regions.pick()
+	if !ok {
+		return false
+	}
+	released := false
+	defer func() {
+		if !released { // panicking: later tickets must not wait for ours
+			e.regions.skipTurn(ticket)
+			e.opts.Logger.Error("hybrid: reclaim abandoned; region unused until restart", "region", id)
+		}
+	}()
+	s.reset(id, false)
+	now := e.opts.Now().UnixNano()
+	if _, _, err := s.walk(func(recs []record) {
+		for i := range recs {
+			e.evict(id, &recs[i], now)
+		}
+	}); err != nil {
+		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
+		e.deviceFailed("hybrid: reclaim: region scan failed", "region", id, "err", err)
+	}
+	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
+		e.opts.Logger.Warn("hybrid: reclaim: region header damaged", "region", id, "reason", s.damaged)
+	}
+	e.regions.waitReaders(&e.regions.regions[id])
+	e.regions.waitTurn(ticket)
+	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
+		e.c.ioErrors.Add(1)
+		e.deviceFailed("hybrid: reclaim: zero region header failed", "region", id, "err", err)
+	}
+	released = true
+	e.regions.release(id)
+	e.c.reclaims.Add(1)
+	return true
+}
+
+// evict drops rec's index entry if it still points at rec.
+func (e *Engine) evict(id uint32, rec *record, now int64) {
+	if rec.tomb {
+		return
+	}
+	v := e.lay.pack(id, rec.offset, rec.length)
+	cur, ok := e.ix.get(rec.hash)
+	if !ok || cur|idxAccessed != v|idxAccessed {
+		return
+	}
+	if e.opts.Reinsertion && cur&idxAccessed != 0 && (rec.expiry == 0 || rec.expiry > now) {
+		e.reinsert(id, rec, cur)
+	}
+	for !e.ix.compareAndRemove(rec.hash, cur) {
+		if cur, ok = e.ix.get(rec.hash); !ok || cur|idxAccessed != v|idxAccessed {
+			return
+		}
+	}
+	e.c.evictions.Add(1)
+}
+
+// reinsert queues rec's entry again, with its original sequence, if it is
+// still the key's newest version (nothing pending, index unchanged) and
+// admission and the queue bound allow. Keeping the sequence means a newer
+// Insert or Remove always wins, before and after a restart.
+func (e *Engine) reinsert(id uint32, rec *record, cur uint64) {
+	if e.health.down() {
+		return
+	}
+	abs := e.lay.regionBase(id) + int64(rec.offset)
+	rs := alignDown(abs, e.lay.blockSize)
+	n := int(alignUp(abs+int64(rec.length), e.lay.blockSize) - rs)
+	buf := e.bufs.get(n)
+	defer e.bufs.put(buf)
+	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
+		e.c.ioErrors.Add(1)
+		e.deviceFailed("hybrid: reclaim: read for reinsertion failed", "region", id, "err", err)
+		return
+	}
+	h, key, value, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(rec.length)])
+	if err != nil || h.hash != rec.hash || h.seq != rec.seq {
+		e.c.corruptions.Add(1)
+		return
+	}
+	if !e.gate.enter(rec.hash) {
+		return
+	}
+	defer e.gate.exit(rec.hash)
+	size := int(rec.length)
+	if e.opts.Admission != nil && !e.opts.Admission.Admit(rec.hash, size) {
+		return
+	}
+	if e.queued.Add(int64(size)) > e.opts.QueueBytes {
+		e.queued.Add(-int64(size))
+		return
+	}
+	ps := e.pending.shard(rec.hash)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if now, ok := e.ix.get(rec.hash); ps.m[rec.hash] != nil || !ok || now|idxAccessed != cur|idxAccessed {
+		e.queued.Add(-int64(size))
+		return
+	}
+	it := newItem(len(key) + len(value))
+	it.hash, it.seq, it.expiry, it.klen, it.size = rec.hash, rec.seq, rec.expiry, len(key), int64(size)
+	copy(it.kv[copy(it.kv, key):], value)
+	ps.put(it)
+	e.flusherFor(rec.hash).q.push(it)
+	e.c.reinsertions.Add(1)
+}

@@ -1,0 +1,278 @@
+package disk
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"strata/blockdev"
+)
+
+// ioRuntime runs the engine's disk I/O on goroutine pools of its own
+// (RuntimeUnified, RuntimeSeparated) or in the calling goroutines
+// (RuntimeDisabled). Pools bound the number of OS threads blocked in
+// pread/pwrite and keep request goroutines off the disk; the read queue is
+// bounded and a read that cannot be queued is a miss. With a pool a Get
+// waits for its read at most ReadTimeout, queueing included; a Get that
+// reads in its own goroutine (disabled) waits for the device however long
+// it takes.
+type ioRuntime struct {
+	e         *Engine
+	reads     chan *readJob // nil when disabled
+	writes    chan *buf     // nil when disabled
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
+	abandoned atomic.Int64 // jobs whose Get timed out, not yet let go by a worker
+}
+
+// readJob is one Get handed to a read worker. Jobs are pooled, each
+// with its timer (the read deadline); done has room for one signal so a
+// worker never blocks on it.
+//
+// Ownership of dst (the caller's buffer) is settled by state, with
+// compare-and-swap: a pending job's caller that times out moves it to
+// abandoned and returns at once; the job then belongs to the worker,
+// which skips the read if it has not started, never touches key or dst,
+// and gives the job back to the pool. A worker whose read is done moves
+// the job to delivering before it reads key and appends to dst, and
+// signals done; a caller that times out then waits for that signal (an
+// append, not an I/O).
+type readJob struct {
+	h, v     uint64
+	key, dst []byte
+	ok       bool
+	expiry   int64
+	state    atomic.Uint32
+	timer    *time.Timer
+	done     chan struct{}
+}
+
+// Read job states.
+const (
+	jobPending uint32 = iota
+	jobDelivering
+	jobAbandoned
+)
+
+var readJobs = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &readJob{done: make(chan struct{}, 1), timer: t}
+}}
+
+// free gives j back to the pool.
+func (j *readJob) free() {
+	j.key, j.dst = nil, nil
+	readJobs.Put(j)
+}
+
+func newIORuntime(e *Engine) *ioRuntime {
+	rt := &ioRuntime{e: e, stopCh: make(chan struct{})}
+	o := &e.opts
+	switch o.Runtime {
+	case RuntimeUnified:
+		rt.reads = make(chan *readJob, o.ReadQueue)
+		rt.writes = make(chan *buf, o.Flushers)
+		rt.spawn(o.ReadWorkers, rt.reads, rt.writes)
+	case RuntimeSeparated:
+		rt.reads = make(chan *readJob, o.ReadQueue)
+		rt.writes = make(chan *buf, o.Flushers)
+		rt.spawn(o.ReadWorkers, rt.reads, nil)
+		rt.spawn(o.WriteWorkers, nil, rt.writes)
+	}
+	return rt
+}
+
+func (rt *ioRuntime) spawn(n int, reads chan *readJob, writes chan *buf) {
+	for range n {
+		rt.wg.Add(1)
+		go rt.worker(reads, writes)
+	}
+}
+
+// worker serves reads and/or writes (a nil channel is never ready) until
+// stop, then lets go of the read jobs still queued (their Gets timed out).
+// REQUIRES at stop: no write is queued (Close waits for flushers first).
+func (rt *ioRuntime) worker(reads chan *readJob, writes chan *buf) {
+	defer rt.wg.Done()
+	for {
+		select {
+		case j := <-reads:
+			rt.serveRead(j)
+		case b := <-writes:
+			rt.doWrite(b)
+		case <-rt.stopCh:
+			rt.drain(reads)
+			return
+		}
+	}
+}
+
+// drain serves (or lets go) the read jobs still queued.
+func (rt *ioRuntime) drain(reads chan *readJob) {
+	for {
+		select {
+		case j := <-reads:
+			rt.serveRead(j)
+		default:
+			return
+		}
+	}
+}
+
+// write starts b's write at device offset off; b.done is signalled when it
+// returns.
+func (rt *ioRuntime) write(b *buf, off int64) {
+	b.woff = off
+	if rt.writes == nil {
+		rt.doWrite(b)
+		return
+	}
+	rt.writes <- b
+}
+
+// serveRead runs one Get's read, unless its Get has left, and delivers
+// the value into the Get's dst if it is still waiting (see readJob). A
+// panic is recovered (a miss for the Get, see Engine.recovered): a
+// waiting Get is always released.
+func (rt *ioRuntime) serveRead(j *readJob) {
+	if j.state.Load() == jobAbandoned {
+		rt.letGo(j)
+		return
+	}
+	dst, taken := j.dst, false
+	defer func() {
+		if r := recover(); r != nil {
+			if taken || j.state.CompareAndSwap(jobPending, jobDelivering) {
+				j.dst, j.expiry, j.ok = dst, 0, false
+				j.done <- struct{}{}
+			} else {
+				rt.letGo(j)
+			}
+			rt.e.recovered("read worker", r)
+		}
+	}()
+	l, ok := rt.e.load(j.h, j.v)
+	if !j.state.CompareAndSwap(jobPending, jobDelivering) {
+		if ok {
+			rt.e.bufs.put(l.buf)
+		}
+		rt.letGo(j)
+		return
+	}
+	taken = true
+	j.expiry, j.ok = 0, false
+	if ok {
+		j.dst, j.expiry, j.ok = rt.e.deliver(&l, j.key, j.dst)
+	}
+	j.done <- struct{}{}
+}
+
+// letGo gives back a job its Get abandoned.
+func (rt *ioRuntime) letGo(j *readJob) {
+	rt.abandoned.Add(-1)
+	j.free()
+}
+
+// doWrite runs one flush write. A panic is recovered and fails the write,
+// so the flusher waiting for it carries on.
+func (rt *ioRuntime) doWrite(b *buf) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("hybrid: panic in write: %v", r)
+			rt.e.recovered("write worker", r)
+		}
+		b.done <- struct{}{}
+	}()
+	_, b.err = rt.e.dev.WriteAt(b.data[:b.wlen], b.woff)
+}
+
+// read runs readEntry on a read worker, or inline when disabled. A full
+// read queue is a miss; so is a read that has not finished ReadTimeout
+// after it was queued (the job is abandoned to its worker).
+func (rt *ioRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
+	if rt.reads == nil {
+		return rt.e.readEntry(h, v, key, dst)
+	}
+	j := readJobs.Get().(*readJob)
+	j.h, j.v, j.key, j.dst = h, v, key, dst
+	j.state.Store(jobPending)
+	select {
+	case rt.reads <- j:
+	default:
+		rt.e.c.readQueueFull.Add(1)
+		j.free()
+		return dst, 0, false
+	}
+	j.timer.Reset(rt.e.opts.ReadTimeout)
+	select {
+	case <-j.done:
+		j.timer.Stop()
+	case <-j.timer.C:
+		if rt.abandon(j) {
+			return dst, 0, false
+		}
+		<-j.done
+	}
+	out, expiry, ok := j.dst, j.expiry, j.ok
+	j.free()
+	return out, expiry, ok
+}
+
+// abandon leaves j to its worker if the worker has not begun delivering,
+// and counts the timeout. After true the caller must not touch j.
+func (rt *ioRuntime) abandon(j *readJob) bool {
+	rt.abandoned.Add(1)
+	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
+		rt.abandoned.Add(-1)
+		return false
+	}
+	rt.e.c.readTimeouts.Add(1)
+	rt.e.deviceFailed("hybrid: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
+	return true
+}
+
+func (rt *ioRuntime) stop() {
+	close(rt.stopCh)
+	rt.wg.Wait()
+}
+
+// bufPool keeps aligned read buffers in power-of-two size classes from
+// one block up. Buffers above poolMax are not kept. poolMax must hold
+// a whole slice entry: the proxy's 1MiB slices plus their key and header
+// round up to the 2MiB class, and when that class was not kept every disk
+// read of a slice allocated 2MiB (5.3GB in 8s of a load test serving large
+// objects as slices from disk, and an OOM kill in a 192MiB cgroup).
+type bufPool struct {
+	bs    int
+	pools [24]sync.Pool
+}
+
+type aligned struct{ b []byte }
+
+const poolMax = 4 << 20
+
+func (p *bufPool) class(n int) int {
+	k := 0
+	for p.bs<<k < n {
+		k++
+	}
+	return k
+}
+
+func (p *bufPool) get(n int) *aligned {
+	k := p.class(n)
+	if k < len(p.pools) {
+		if x := p.pools[k].Get(); x != nil {
+			return x.(*aligned)
+		}
+	}
+	return &aligned{b: blockdev.AlignedBuffer(p.bs<<k, p.bs)}
+}
+
+func (p *bufPool) put(a *aligned) {
+	if k := p.class(len(a.b)); len(a.b) <= poolMax && k < len(p.pools) {
+		p.pools[k].Put(a)
+	}
+}
