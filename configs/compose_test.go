@@ -37,7 +37,6 @@ func TestCompose(t *testing.T) {
 		{"error limit", p.Cache.Disk.ErrorLimit, 10},
 		{"error window", p.Cache.Disk.ErrorWindow, 10 * time.Second},
 		{"probe interval", p.Cache.Disk.ProbeInterval, 2 * time.Second},
-		{"promote", p.Cache.NoPromote, false},
 		{"rate", p.Admission.RateLimit.BytesPerSecond, int64(64 << 20)},
 		{"burst", p.Admission.RateLimit.BurstBytes, int64(32 << 20)},
 		{"frequency off", p.Admission.Frequency.Disabled, true},

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"strata/admission"
+	"strata/hybrid"
 	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 	"strata/proxy"
 )
 
@@ -19,23 +21,23 @@ import (
 const (
 	DefaultListen          = ":8080"
 	DefaultAdminListen     = "127.0.0.1:9090"
-	DefaultMemoryCapacity  = 256 * MiB
-	DefaultPolicy          = "s3fifo"
-	DefaultRegionSize      = 16 * MiB
-	DefaultBufferSize      = 4 * MiB
-	DefaultFlushers        = 2
-	DefaultReclaimers      = 1
+	DefaultMemoryCapacity  = memory.DefaultCapacity
+	DefaultPolicy          = string(memory.DefaultPolicy)
+	DefaultRegionSize      = disk.DefaultRegionSize
+	DefaultBufferSize      = disk.DefaultBufferSize
+	DefaultFlushers        = disk.DefaultFlushers
+	DefaultReclaimers      = disk.DefaultReclaimers
 	DefaultAdmissionRate   = admission.DefaultBytesPerSecond
-	DefaultRuntime         = "separated"
-	DefaultReadWorkers     = 8
-	DefaultWriteWorkers    = 2
-	DefaultRecovery        = "quiet"
+	DefaultRuntime         = string(disk.DefaultRuntime)
+	DefaultReadWorkers     = disk.DefaultReadWorkers
+	DefaultWriteWorkers    = disk.DefaultFlushers // the disk default: one per flusher
+	DefaultRecovery        = string(disk.DefaultRecovery)
 	DefaultDiskReadTimeout = disk.DefaultReadTimeout
 	DefaultErrorLimit      = disk.DefaultErrorLimit
 	DefaultErrorWindow     = disk.DefaultErrorWindow
 	DefaultProbeInterval   = disk.DefaultProbeInterval
-	DefaultWritePolicy     = "eviction"
-	DefaultPromotion       = "second-hit"
+	DefaultWritePolicy     = string(hybrid.DefaultWritePolicy)
+	DefaultPromotion       = string(hybrid.DefaultPromotion)
 	DefaultSliceSize       = proxy.DefaultSliceSize
 	DefaultMaxObjectSize   = proxy.DefaultMaxObjectSize
 	DefaultOriginMaxConns  = proxy.DefaultOriginMaxConns

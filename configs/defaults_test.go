@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"strata/hybrid"
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
 	"strata/proxy"
 )
 
@@ -11,7 +14,8 @@ import (
 // package the values the package itself gives a zero field, so that a
 // default lives in one place (the package) and the file only spells it
 // out. Fields the config derives from others (the memory budget lowers
-// the fill bounds and sizes the stream budget) or that have no default
+// the fill bounds, sizes the stream budget and the disk write queue) or
+// that have no default
 // (the origin's address, hooks) are skipped by name.
 func TestPackagesApplyDefaults(t *testing.T) {
 	c, err := LoadDefault()
@@ -28,6 +32,12 @@ func TestPackagesApplyDefaults(t *testing.T) {
 	sameScalars(t, "proxy.Options", parts.Proxy, zero, budgeted)
 	sameScalars(t, "proxy.OriginOptions", parts.Proxy.Origins[0], zero.Origins[0], nil)
 	sameScalars(t, "proxy.Options.Policy", parts.Proxy.Policy, zero.Policy, nil)
+
+	var cache hybrid.Options
+	cache.EnsureDefaults()
+	sameScalars(t, "hybrid.Options", parts.Cache, cache, nil)
+	sameScalars(t, "memory.Options", parts.Cache.Memory, *new(memory.Options).EnsureDefaults(), nil)
+	sameScalars(t, "disk.Options", parts.Cache.Disk, *new(disk.Options).EnsureDefaults(), map[string]bool{"QueueBytes": true})
 }
 
 // sameScalars compares the scalar fields (numbers, strings, bools,

@@ -24,34 +24,38 @@ const (
 	WriteOnInsertion WritePolicy = "insertion"
 )
 
+// Defaults of Options' own fields (memory.Default* and disk.Default*
+// hold the tiers').
+const (
+	DefaultWritePolicy = WriteOnEviction
+	DefaultPromotion   = PromoteSecondHit
+)
+
 // Options configure a Cache. The zero value plus EnsureDefaults is a
 // memory-only cache of memory.DefaultCapacity bytes.
 type Options struct {
 	// Memory configures the memory tier. Its OnEvict is set by the Cache
 	// and must be left nil.
-	Memory memory.Options `yaml:"memory"`
+	Memory memory.Options
 	// Disk configures the disk engine; used only when Device is set.
-	Disk disk.Options `yaml:"disk"`
+	Disk disk.Options
 	// Device is the disk tier's device. nil: memory only. Open takes
 	// ownership: Close closes it (also when Open fails).
-	Device blockdev.Device `yaml:"-"`
+	Device blockdev.Device
 	// Admission decides what may be written to disk; nil admits
 	// everything. The Cache records every hit and insert in it (a
 	// frequency filter learns from those) and the engine charges it with
 	// the bytes really written.
-	Admission admission.Controller `yaml:"-"`
+	Admission admission.Controller
 	// WritePolicy: eviction (default) | insertion.
-	WritePolicy WritePolicy `yaml:"write_policy"`
+	WritePolicy WritePolicy
 	// Promotion says which disk hits are copied into the memory tier:
 	// second-hit (default: a key's second recent disk hit) | first-hit |
 	// never. See cache_promote.go.
-	Promotion Promotion `yaml:"promotion"`
-	// NoPromote turns off copying disk hits into the memory tier: the
-	// same as Promotion never (kept for configurations that set it).
-	NoPromote bool `yaml:"no_promote"`
+	Promotion Promotion
 	// FetchTimeout bounds one GetOrFetch fetch, which runs on a context of
 	// its own. Default 30s.
-	FetchTimeout time.Duration `yaml:"fetch_timeout"`
+	FetchTimeout time.Duration
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -61,16 +65,13 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Disk.EnsureDefaults()
 	}
 	if o.WritePolicy == "" {
-		o.WritePolicy = WriteOnEviction
+		o.WritePolicy = DefaultWritePolicy
 	}
 	if o.FetchTimeout == 0 {
 		o.FetchTimeout = 30 * time.Second
 	}
 	if o.Promotion == "" {
-		o.Promotion = PromoteSecondHit
-		if o.NoPromote {
-			o.Promotion = PromoteNever
-		}
+		o.Promotion = DefaultPromotion
 	}
 	return o
 }
@@ -96,9 +97,6 @@ func (o *Options) Validate() error {
 	}
 	switch o.Promotion {
 	case PromoteSecondHit, PromoteFirstHit, PromoteNever:
-		if o.NoPromote && o.Promotion != PromoteNever {
-			errs = append(errs, fmt.Errorf("%w: no_promote with promotion %q", ErrOptions, o.Promotion))
-		}
 	default:
 		errs = append(errs, fmt.Errorf("%w: promotion %q not second-hit|first-hit|never", ErrOptions, o.Promotion))
 	}

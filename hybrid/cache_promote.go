@@ -20,7 +20,7 @@ const (
 	PromoteSecondHit Promotion = "second-hit"
 	// PromoteFirstHit: every disk hit is promoted.
 	PromoteFirstHit Promotion = "first-hit"
-	// PromoteNever: disk hits stay on disk (also what NoPromote selects).
+	// PromoteNever: disk hits stay on disk.
 	PromoteNever Promotion = "never"
 )
 

@@ -20,7 +20,6 @@ func TestCachePromotion(t *testing.T) {
 		{"second-hit", func(o *Options) { o.Promotion = PromoteSecondHit }, 3},
 		{"first-hit", func(o *Options) { o.Promotion = PromoteFirstHit }, 2},
 		{"never", func(o *Options) { o.Promotion = PromoteNever }, 0},
-		{"no_promote", func(o *Options) { o.NoPromote = true }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := testCache(t, 64<<10, tc.mutate)
@@ -85,9 +84,7 @@ func TestPromotionOptions(t *testing.T) {
 		err  string
 	}{
 		{Options{}, PromoteSecondHit, ""},
-		{Options{NoPromote: true}, PromoteNever, ""},
 		{Options{Promotion: PromoteFirstHit}, PromoteFirstHit, ""},
-		{Options{NoPromote: true, Promotion: PromoteFirstHit}, PromoteFirstHit, "no_promote"},
 		{Options{Promotion: "sometimes"}, "sometimes", "promotion"},
 	} {
 		tc.o.EnsureDefaults()

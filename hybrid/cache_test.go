@@ -319,7 +319,7 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
-	c, _ := testCache(t, 1<<20, func(o *Options) { o.NoPromote = true })
+	c, _ := testCache(t, 1<<20, func(o *Options) { o.Promotion = PromoteNever })
 	c.Insert([]byte("mem"), []byte("value"), time.Time{})
 	big := bytes.Repeat([]byte("d"), 200<<10)
 	c.Insert([]byte("disk"), big, time.Time{}) // too big for memory: disk

@@ -67,6 +67,17 @@ const (
 	// miss served from the origin goes unnoticed next to the client's own
 	// round trips.
 	DefaultReadTimeout = 250 * time.Millisecond
+	// DefaultRegionSize, DefaultBufferSize, DefaultFlushers,
+	// DefaultReclaimers, DefaultRuntime, DefaultReadWorkers and
+	// DefaultRecovery are the fields' defaults (WriteWorkers defaults to
+	// Flushers).
+	DefaultRegionSize  = 16 << 20
+	DefaultBufferSize  = 4 << 20
+	DefaultFlushers    = 2
+	DefaultReclaimers  = 1
+	DefaultRuntime     = RuntimeSeparated
+	DefaultReadWorkers = 8
+	DefaultRecovery    = RecoveryQuiet
 	// DefaultErrorLimit failures in DefaultErrorWindow take the disk out
 	// of service.
 	DefaultErrorLimit  = 10
@@ -81,33 +92,33 @@ const (
 type Options struct {
 	// RegionSize is the unit of allocation and reclaim. Default 16 MiB;
 	// at least 1 MiB, at most 1 GiB, a multiple of the device block size.
-	RegionSize int64 `yaml:"region_size"`
+	RegionSize int64
 	// BufferSize is each flusher buffer (two per flusher). An entry
 	// larger than a buffer less its headers is refused at Insert. Default
 	// 4 MiB, at most RegionSize.
-	BufferSize int `yaml:"buffer_size"`
+	BufferSize int
 	// Flushers is the number of flusher goroutines. Default 2.
-	Flushers int `yaml:"flushers"`
+	Flushers int
 	// Reclaimers is the number of reclaimer goroutines. Default 1.
-	Reclaimers int `yaml:"reclaimers"`
+	Reclaimers int
 	// CleanRegions is how many clean regions reclaimers keep ready.
 	// Default Flushers + 1.
-	CleanRegions int `yaml:"clean_regions"`
+	CleanRegions int
 	// QueueBytes bounds the bytes of entries accepted but not yet written
 	// (queue + buffers); over it Insert drops. Default 64 MiB.
-	QueueBytes int64 `yaml:"queue_bytes"`
+	QueueBytes int64
 	// FlushDelay is how long a partly filled buffer waits for more entries
 	// before it is written anyway. Default 2ms; negative = write at once.
-	FlushDelay time.Duration `yaml:"flush_delay"`
+	FlushDelay time.Duration
 	// Runtime: disabled | unified | separated. Default separated.
-	Runtime RuntimeMode `yaml:"runtime"`
-	// ReadWorkers is the read pool size (unified: the whole pool). Default 16.
-	ReadWorkers int `yaml:"read_workers"`
+	Runtime RuntimeMode
+	// ReadWorkers is the read pool size (unified: the whole pool). Default 8.
+	ReadWorkers int
 	// WriteWorkers is the write pool size in separated mode. Default Flushers.
-	WriteWorkers int `yaml:"write_workers"`
+	WriteWorkers int
 	// ReadQueue bounds reads waiting for a worker; a read that finds it
 	// full is a miss, counted. Default 4 × ReadWorkers.
-	ReadQueue int `yaml:"read_queue"`
+	ReadQueue int
 	// ReadTimeout is how long a Get waits for its disk read, counted from
 	// when it is queued for a worker. Past it the Get is a miss (counted in
 	// ReadTimeouts, and toward ErrorLimit); the read completes, or is
@@ -132,21 +143,21 @@ type Options struct {
 	// ProbeInterval if longer. Default 2s (DefaultProbeInterval).
 	ProbeInterval time.Duration
 	// Recovery: none | quiet | strict. Default quiet.
-	Recovery RecoveryMode `yaml:"recovery"`
+	Recovery RecoveryMode
 	// RecoveryConcurrency is how many regions are scanned at once on open.
 	// Default 4.
-	RecoveryConcurrency int `yaml:"recovery_concurrency"`
+	RecoveryConcurrency int
 	// Picker: fifo | emptiest. Default fifo.
-	Picker PickerMode `yaml:"picker"`
+	Picker PickerMode
 	// Reinsertion rewrites entries that were read since they were written
 	// when their region is reclaimed (through admission again). Default off.
-	Reinsertion bool `yaml:"reinsertion"`
+	Reinsertion bool
 	// Admission decides what is written; nil admits everything.
-	Admission Admitter `yaml:"-"`
+	Admission Admitter
 	// Now is the clock used for expiry. Default time.Now.
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 	// Logger receives recovery and error reports. Default slog.Default().
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -157,11 +168,11 @@ func (o *Options) EnsureDefaults() *Options {
 		}
 	}
 	if o.RegionSize == 0 {
-		o.RegionSize = 16 << 20
+		o.RegionSize = DefaultRegionSize
 	}
-	def(&o.BufferSize, 4<<20)
-	def(&o.Flushers, 2)
-	def(&o.Reclaimers, 1)
+	def(&o.BufferSize, DefaultBufferSize)
+	def(&o.Flushers, DefaultFlushers)
+	def(&o.Reclaimers, DefaultReclaimers)
 	def(&o.CleanRegions, o.Flushers+1)
 	if o.QueueBytes == 0 {
 		o.QueueBytes = 64 << 20
@@ -170,9 +181,9 @@ func (o *Options) EnsureDefaults() *Options {
 		o.FlushDelay = 2 * time.Millisecond
 	}
 	if o.Runtime == "" {
-		o.Runtime = RuntimeSeparated
+		o.Runtime = DefaultRuntime
 	}
-	def(&o.ReadWorkers, 16)
+	def(&o.ReadWorkers, DefaultReadWorkers)
 	def(&o.WriteWorkers, o.Flushers)
 	def(&o.ReadQueue, 4*o.ReadWorkers)
 	setDur(&o.ReadTimeout, DefaultReadTimeout)
@@ -180,7 +191,7 @@ func (o *Options) EnsureDefaults() *Options {
 	setDur(&o.ErrorWindow, DefaultErrorWindow)
 	setDur(&o.ProbeInterval, DefaultProbeInterval)
 	if o.Recovery == "" {
-		o.Recovery = RecoveryQuiet
+		o.Recovery = DefaultRecovery
 	}
 	def(&o.RecoveryConcurrency, 4)
 	if o.Picker == "" {

@@ -33,7 +33,9 @@ const (
 // Defaults and limits of Options.
 const (
 	// DefaultCapacity is Capacity when it is left zero.
-	DefaultCapacity = 64 << 20
+	DefaultCapacity = 256 << 20
+	// DefaultPolicy is Policy when it is left empty.
+	DefaultPolicy = S3FIFO
 	// DefaultBlockSize is BlockSize when it is left zero.
 	DefaultBlockSize = 256
 	// defaultMinShard: default Shards is lowered until each shard holds
@@ -51,17 +53,17 @@ type Options struct {
 	// Capacity bounds the bytes charged for entries: keys, values, the
 	// unused tail of each entry's last block and a fixed per-entry overhead
 	// for the index, slot and ghost (see Cache). Default 64 MiB.
-	Capacity int64 `yaml:"capacity"`
+	Capacity int64
 	// Policy is the eviction policy: "s3fifo" (default), "lru" or "fifo".
-	Policy Policy `yaml:"policy"`
+	Policy Policy
 	// Shards is the number of independently locked shards, a power of two;
 	// each gets Capacity/Shards bytes. Default: the least power of two ≥
 	// 4×GOMAXPROCS, halved while a shard would get less than 4 MiB.
-	Shards int `yaml:"shards"`
+	Shards int
 	// BlockSize is the unit in which entry bytes are allocated, a power of
 	// two in [64, 64 KiB]. Smaller wastes less per entry (the waste is
 	// charged); larger means fewer, longer copies. Default 256.
-	BlockSize int `yaml:"block_size"`
+	BlockSize int
 	// OnEvict, if set, is called for each entry the policy evicts to make
 	// room (not for Delete, expiry or overwrite, and not for entries found
 	// expired when evicted): the hook for write-on-eviction to the disk
@@ -72,14 +74,14 @@ type Options struct {
 	// shard's write lock held: it must not block (hand off to a bounded
 	// queue that drops when full) and must not call back into the Cache,
 	// which would deadlock. Default nil.
-	OnEvict func(Evicted) `yaml:"-"`
+	OnEvict func(Evicted)
 	// Now returns the current time in unix nanoseconds. It is called only
 	// when a lookup finds an entry that has an expiry, and when an entry
 	// with an expiry is set or evicted. The Cache starts no goroutines, so
 	// it owns no coarse clock: a caller that sets expiries on most entries
 	// should pass one it owns (a cached timestamp updated by a ticker costs
 	// ~3 ns here against ~80 ns for time.Now). Default: time.Now.
-	Now func() int64 `yaml:"-"`
+	Now func() int64
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -88,7 +90,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Capacity = DefaultCapacity
 	}
 	if o.Policy == "" {
-		o.Policy = S3FIFO
+		o.Policy = DefaultPolicy
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = DefaultBlockSize
