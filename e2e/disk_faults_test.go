@@ -128,7 +128,7 @@ func fetchFillers(t *testing.T, s *strata, from, to int) {
 func deviceErrorLines(s *strata) int {
 	n := 0
 	for _, line := range strings.Split(s.Output(), "\n") {
-		for _, m := range []string{"disk read failed", "flush write failed", "disk read timed out", "hybrid: reclaim:"} {
+		for _, m := range []string{"disk read failed", "flush write failed", "disk read timed out", "disk: reclaim:"} {
 			if strings.Contains(line, m) {
 				n++
 			}

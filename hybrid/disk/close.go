@@ -47,13 +47,13 @@ func (e *Engine) close(ctx context.Context) error {
 	synced := c.wait("sync", func() { serr = e.dev.Sync() })
 	switch {
 	case len(c.stuck) > 0:
-		e.opts.Logger.Error("hybrid: close: the device did not answer; giving up on it: entries queued or in flight are lost, and unsynced writes may be; the next start recovers as after a crash",
+		e.opts.Logger.Error("disk: close: the device did not answer; giving up on it: entries queued or in flight are lost, and unsynced writes may be; the next start recovers as after a crash",
 			"waiting_for", strings.Join(c.stuck, ", "), "queued_bytes", e.queued.Load(), "pending_keys", e.pending.len())
-		return fmt.Errorf("hybrid: close: %w (%s): %w", ErrDeviceTimeout, strings.Join(c.stuck, ", "), ctx.Err())
+		return fmt.Errorf("disk: close: %w (%s): %w", ErrDeviceTimeout, strings.Join(c.stuck, ", "), ctx.Err())
 	case c.expired != nil:
-		return fmt.Errorf("hybrid: close: %w", ctx.Err())
+		return fmt.Errorf("disk: close: %w", ctx.Err())
 	case synced && serr != nil:
-		return fmt.Errorf("hybrid: close: sync: %w", serr)
+		return fmt.Errorf("disk: close: sync: %w", serr)
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func CloseDevice(ctx context.Context, dev blockdev.Device) error {
 	var err error
 	w := closer{ctx: ctx, abort: func() {}}
 	if !w.wait("device close", func() { err = dev.Close() }) {
-		return fmt.Errorf("hybrid: close device: %w", ErrDeviceTimeout)
+		return fmt.Errorf("disk: close device: %w", ErrDeviceTimeout)
 	}
 	return err
 }

@@ -8,14 +8,14 @@ var (
 	// ErrCorrupt: bytes read back from the device failed a magic, range or
 	// checksum check. Gets turn it into a miss and a counter; strict
 	// recovery refuses to open with it.
-	ErrCorrupt = errors.New("hybrid: corrupt data on device")
+	ErrCorrupt = errors.New("disk: corrupt data on device")
 	// ErrClosed: the engine was closed.
-	ErrClosed = errors.New("hybrid: engine closed")
+	ErrClosed = errors.New("disk: engine closed")
 	// ErrOptions: Options failed validation.
-	ErrOptions = errors.New("hybrid: invalid options")
+	ErrOptions = errors.New("disk: invalid options")
 	// ErrDevice: the device cannot hold the configured layout.
-	ErrDevice = errors.New("hybrid: device unusable")
+	ErrDevice = errors.New("disk: device unusable")
 	// ErrDeviceTimeout: the device did not answer before a deadline (Close
 	// gave up waiting for it).
-	ErrDeviceTimeout = errors.New("hybrid: device did not answer in time")
+	ErrDeviceTimeout = errors.New("disk: device did not answer in time")
 )

@@ -284,7 +284,7 @@ func (f *flusher) complete() {
 	f.fly = nil
 	if b.err != nil {
 		e.c.ioErrors.Add(1)
-		e.deviceFailed("hybrid: flush write failed", "region", b.region, "offset", b.start, "err", b.err)
+		e.deviceFailed("disk: flush write failed", "region", b.region, "offset", b.start, "err", b.err)
 		f.abandon(b) // first: the tombstones fail queues must go to a new region
 		for _, it := range b.items {
 			e.c.writeFailed.Add(1)

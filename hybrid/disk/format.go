@@ -233,7 +233,7 @@ func putRegionHeader(b []byte, h regionHeader) {
 
 // errNoRegionHeader: all header bytes are zero, as format and reclaim
 // leave a region: it holds nothing.
-var errNoRegionHeader = errors.New("hybrid: no region header")
+var errNoRegionHeader = errors.New("disk: no region header")
 
 var zeroRegionHeader [regionHeaderSize]byte
 
@@ -289,7 +289,7 @@ func putSuperblock(b []byte, s *superblock) {
 }
 
 // errNoSuperblock: the block holds no superblock magic (a fresh device).
-var errNoSuperblock = fmt.Errorf("hybrid: no superblock")
+var errNoSuperblock = fmt.Errorf("disk: no superblock")
 
 // parseSuperblock decodes one copy. A missing magic is errNoSuperblock; a
 // present magic with a bad checksum or version wraps ErrCorrupt.

@@ -13,7 +13,7 @@ import (
 // the waiting Get, fail the write, give back the reclaim ticket).
 func (e *Engine) recovered(where string, r any) {
 	e.c.panics.Add(1)
-	e.opts.Logger.Error("hybrid: panic in background goroutine", "where", where, "panic", r,
+	e.opts.Logger.Error("disk: panic in background goroutine", "where", where, "panic", r,
 		"stack", string(debug.Stack()))
 	if invariants {
 		panic(r)

@@ -84,7 +84,7 @@ func (h *health) takeOut() {
 	h.ioErr = h.e.c.ioErrors.Load()
 	h.e.c.outOfService.Add(1)
 	o := &h.e.opts
-	h.e.opts.Logger.Error("hybrid: disk taken out of service: reads are misses and writes are dropped until it answers again",
+	h.e.opts.Logger.Error("disk: disk taken out of service: reads are misses and writes are dropped until it answers again",
 		"failures", len(h.fails), "within", o.ErrorWindow, "probe_every", o.ProbeInterval, "suppressed", h.e.errLog.take())
 	select {
 	case h.wake <- struct{}{}:
@@ -98,7 +98,7 @@ func (h *health) bringBack() {
 	defer h.mu.Unlock()
 	h.upAt = time.Now()
 	h.out.Store(false)
-	h.e.opts.Logger.Info("hybrid: disk back in service", "out_for", h.upAt.Sub(h.since).Round(time.Millisecond),
+	h.e.opts.Logger.Info("disk: disk back in service", "out_for", h.upAt.Sub(h.since).Round(time.Millisecond),
 		"io_errors_meanwhile", h.e.c.ioErrors.Load()-h.ioErr, "suppressed", h.e.errLog.take())
 }
 

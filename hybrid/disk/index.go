@@ -451,7 +451,7 @@ func (ix *index) checkConsistency() error {
 		err := s.checkConsistency(uint64(i), ix.shift, ix.sbits)
 		s.mu.RUnlock()
 		if err != nil {
-			return fmt.Errorf("hybrid: index shard %d: %w", i, err)
+			return fmt.Errorf("disk: index shard %d: %w", i, err)
 		}
 	}
 	return nil

@@ -117,7 +117,7 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
 		e.bufs.put(buf)
 		e.c.ioErrors.Add(1)
-		e.deviceFailed("hybrid: disk read failed", "offset", rs, "len", n, "err", err)
+		e.deviceFailed("disk: disk read failed", "offset", rs, "len", n, "err", err)
 		return l, false
 	}
 	hdr, k, val, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(length)])

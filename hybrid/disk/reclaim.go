@@ -46,7 +46,7 @@ func (e *Engine) reclaimOne(s *scan) bool {
 	defer func() {
 		if !released { // panicking: later tickets must not wait for ours
 			e.regions.skipTurn(ticket)
-			e.opts.Logger.Error("hybrid: reclaim abandoned; region unused until restart", "region", id)
+			e.opts.Logger.Error("disk: reclaim abandoned; region unused until restart", "region", id)
 		}
 	}()
 	s.reset(id, false)
@@ -57,16 +57,16 @@ func (e *Engine) reclaimOne(s *scan) bool {
 		}
 	}); err != nil {
 		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
-		e.deviceFailed("hybrid: reclaim: region scan failed", "region", id, "err", err)
+		e.deviceFailed("disk: reclaim: region scan failed", "region", id, "err", err)
 	}
 	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
-		e.opts.Logger.Warn("hybrid: reclaim: region header damaged", "region", id, "reason", s.damaged)
+		e.opts.Logger.Warn("disk: reclaim: region header damaged", "region", id, "reason", s.damaged)
 	}
 	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
 		e.c.ioErrors.Add(1)
-		e.deviceFailed("hybrid: reclaim: zero region header failed", "region", id, "err", err)
+		e.deviceFailed("disk: reclaim: zero region header failed", "region", id, "err", err)
 	}
 	released = true
 	e.regions.release(id)
@@ -110,7 +110,7 @@ func (e *Engine) reinsert(id uint32, rec *record, cur uint64) {
 	defer e.bufs.put(buf)
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
 		e.c.ioErrors.Add(1)
-		e.deviceFailed("hybrid: reclaim: read for reinsertion failed", "region", id, "err", err)
+		e.deviceFailed("disk: reclaim: read for reinsertion failed", "region", id, "err", err)
 		return
 	}
 	h, key, value, err := decodeEntry(buf.b[abs-rs : abs-rs+int64(rec.length)])

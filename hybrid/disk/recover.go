@@ -43,7 +43,7 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 	}
 	buf := blockdev.AlignedBuffer(superblockCopies*bs, bs)
 	if _, err := e.dev.ReadAt(buf, 0); err != nil {
-		return false, fmt.Errorf("hybrid: read superblock: %w", err)
+		return false, fmt.Errorf("disk: read superblock: %w", err)
 	}
 	var good []int
 	var sb superblock
@@ -62,22 +62,22 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 	}
 	switch {
 	case len(good) == 0 && corrupt && e.opts.Recovery == RecoveryStrict:
-		return false, fmt.Errorf("hybrid: open: both superblock copies damaged: %w", ErrCorrupt)
+		return false, fmt.Errorf("disk: open: both superblock copies damaged: %w", ErrCorrupt)
 	case len(good) == 0:
 		if corrupt {
-			e.opts.Logger.Warn("hybrid: both superblock copies damaged; formatting")
+			e.opts.Logger.Warn("disk: both superblock copies damaged; formatting")
 		}
 		return true, e.format(want)
 	}
 	sb2 := sb
 	sb2.instance, sb2.created = 0, 0
 	if sb2 != want {
-		e.opts.Logger.Warn("hybrid: device layout changed; formatting", "old", fmt.Sprintf("%+v", sb2), "new", fmt.Sprintf("%+v", want))
+		e.opts.Logger.Warn("disk: device layout changed; formatting", "old", fmt.Sprintf("%+v", sb2), "new", fmt.Sprintf("%+v", want))
 		return true, e.format(want)
 	}
 	e.inst = sb.instance
 	if len(good) < superblockCopies {
-		e.opts.Logger.Warn("hybrid: one superblock copy damaged; rewriting it")
+		e.opts.Logger.Warn("disk: one superblock copy damaged; rewriting it")
 		return false, e.writeSuperblock(&sb)
 	}
 	return false, nil
@@ -105,18 +105,18 @@ func (e *Engine) format(s superblock) error {
 func (e *Engine) wipeHeaders() error {
 	bs := int(e.lay.blockSize)
 	if _, err := e.dev.WriteAt(blockdev.AlignedBuffer(superblockCopies*bs, bs), 0); err != nil {
-		return fmt.Errorf("hybrid: format: clear superblock: %w", err)
+		return fmt.Errorf("disk: format: clear superblock: %w", err)
 	}
 	if err := e.dev.Sync(); err != nil {
-		return fmt.Errorf("hybrid: format: sync: %w", err)
+		return fmt.Errorf("disk: format: sync: %w", err)
 	}
 	for i := range e.lay.regionCount {
 		if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(uint32(i))); err != nil {
-			return fmt.Errorf("hybrid: format: zero region %d header: %w", i, err)
+			return fmt.Errorf("disk: format: zero region %d header: %w", i, err)
 		}
 	}
 	if err := e.dev.Sync(); err != nil {
-		return fmt.Errorf("hybrid: format: sync: %w", err)
+		return fmt.Errorf("disk: format: sync: %w", err)
 	}
 	return nil
 }
@@ -129,10 +129,10 @@ func (e *Engine) writeSuperblock(s *superblock) error {
 	putSuperblock(buf, s)
 	for i := range superblockCopies {
 		if _, err := e.dev.WriteAt(buf, int64(i*bs)); err != nil {
-			return fmt.Errorf("hybrid: write superblock: %w", err)
+			return fmt.Errorf("disk: write superblock: %w", err)
 		}
 		if err := e.dev.Sync(); err != nil {
-			return fmt.Errorf("hybrid: sync superblock: %w", err)
+			return fmt.Errorf("disk: sync superblock: %w", err)
 		}
 	}
 	return nil
@@ -174,9 +174,9 @@ func (e *Engine) rebuild() error {
 	}
 	if firstErr != nil {
 		if e.opts.Recovery == RecoveryStrict && errors.Is(firstErr, ErrCorrupt) {
-			return fmt.Errorf("hybrid: open: strict recovery refused a damaged device (quiet recovery would drop the damaged part): %w", firstErr)
+			return fmt.Errorf("disk: open: strict recovery refused a damaged device (quiet recovery would drop the damaged part): %w", firstErr)
 		}
-		return fmt.Errorf("hybrid: open: recovery: %w", firstErr)
+		return fmt.Errorf("disk: open: recovery: %w", firstErr)
 	}
 	m.finish()
 	return nil
@@ -207,11 +207,11 @@ func (e *Engine) scanRegions(ids <-chan uint32, out chan<- scanned, wg *sync.Wai
 // does not report it again.
 func (e *Engine) dropDamaged(id uint32, why error) {
 	e.c.recDamaged.Add(1)
-	e.opts.Logger.Warn("hybrid: recovery: region header damaged; its data is dropped and the region reused",
+	e.opts.Logger.Warn("disk: recovery: region header damaged; its data is dropped and the region reused",
 		"region", id, "reason", why)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
 		e.c.ioErrors.Add(1)
-		e.opts.Logger.Error("hybrid: recovery: zero damaged region header", "region", id, "err", err)
+		e.opts.Logger.Error("disk: recovery: zero damaged region header", "region", id, "err", err)
 	}
 }
 
@@ -280,10 +280,10 @@ func (m *merge) finish() {
 	e.seq.Store(m.maxSeq)
 	e.c.recovered.Store(uint64(e.ix.len()))
 	damaged := e.c.recDamaged.Load()
-	e.opts.Logger.Info("hybrid: recovered", "entries", e.ix.len(), "regions", len(m.inUse),
+	e.opts.Logger.Info("disk: recovered", "entries", e.ix.len(), "regions", len(m.inUse),
 		"batches", e.c.recBatches.Load(), "skipped", e.c.recSkipped.Load(), "torn", e.c.recTorn.Load(),
 		"damaged_regions", damaged)
 	if damaged > 0 {
-		e.opts.Logger.Warn("hybrid: recovery dropped regions with damaged headers", "regions", damaged)
+		e.opts.Logger.Warn("disk: recovery dropped regions with damaged headers", "regions", damaged)
 	}
 }

@@ -180,7 +180,7 @@ func (rt *ioRuntime) letGo(j *readJob) {
 func (rt *ioRuntime) doWrite(b *buf) {
 	defer func() {
 		if r := recover(); r != nil {
-			b.err = fmt.Errorf("hybrid: panic in write: %v", r)
+			b.err = fmt.Errorf("disk: panic in write: %v", r)
 			rt.e.recovered("write worker", r)
 		}
 		b.done <- struct{}{}
@@ -229,7 +229,7 @@ func (rt *ioRuntime) abandon(j *readJob) bool {
 		return false
 	}
 	rt.e.c.readTimeouts.Add(1)
-	rt.e.deviceFailed("hybrid: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
+	rt.e.deviceFailed("disk: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
 	return true
 }
 

@@ -31,7 +31,7 @@ type scan struct {
 const scanMin = 64 << 10
 
 // errChainEnd: no further batch of this region's current life.
-var errChainEnd = errors.New("hybrid: end of batch chain")
+var errChainEnd = errors.New("disk: end of batch chain")
 
 func newScan(e *Engine) *scan {
 	bs := int(e.lay.blockSize)

@@ -11,7 +11,7 @@ import (
 // ErrInvalidOptions is wrapped by every problem Options.Validate
 // reports. (It lives here rather than in errors.go because the memory tier
 // was written on its own branch; move it when the files meet.)
-var ErrInvalidOptions = errors.New("hybrid: invalid memory options")
+var ErrInvalidOptions = errors.New("memory: invalid options")
 
 // Policy names an eviction policy of the memory tier.
 type Policy string
