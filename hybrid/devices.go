@@ -3,8 +3,8 @@ package hybrid
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
-	"strconv"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -78,7 +78,7 @@ func openEngines(devs []blockdev.Device, opts disk.Options) (*devices, error) {
 		if err != nil {
 			d.closeEngines(context.Background())
 			if len(devs) > 1 {
-				err = errors.Join(errors.New("hybrid: device "+strconv.Itoa(i)), err)
+				err = fmt.Errorf("hybrid: device %d: %w", i, err)
 			}
 			return nil, err
 		}
