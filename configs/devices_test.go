@@ -72,22 +72,7 @@ func TestBadDevices(t *testing.T) {
 		{"too small", good + "cache:\n  disk:\n    devices:\n      - {path: /a}\n      - path: /b\n        size: 32MiB\n",
 			[]string{`9: cache.disk.devices[1].size: must be 0 (the whole device) or at least 4 regions`}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load([]byte(tc.yaml), "bad.yaml")
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("Load: %v", err)
-			}
-			if len(ps) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(tc.want), err)
-			}
-			for i, p := range ps {
-				line, sub, _ := strings.Cut(tc.want[i], ": ")
-				if got := p.String(); !strings.HasPrefix(got, "bad.yaml:"+line+": ") || !strings.Contains(got, sub) {
-					t.Errorf("problem %d = %q, want line %s and %q", i, got, line, sub)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantLoadProblems(t, tc.yaml, tc.want) })
 	}
 }
 
