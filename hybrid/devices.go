@@ -63,36 +63,44 @@ func (d *devices) kick() {
 	}
 }
 
-// openEngines opens one engine per device with the same options; each
-// formats or recovers its own device. With several devices each engine's
-// log lines carry device=<index>. On failure it closes the engines it
-// opened (not the devices: the caller does).
+// openEngines opens one engine per device with the same options,
+// concurrently: each formats or recovers its own device, and start-up
+// takes as long as the slowest, not the sum. With several devices each
+// engine's log lines carry device=<index>. On failure it closes the
+// engines it opened (not the devices: the caller does) and returns every
+// device's error.
 func openEngines(devs []blockdev.Device, opts disk.Options) (*devices, error) {
-	d := &devices{devs: devs}
+	d := &devices{devs: devs, engs: make([]*disk.Engine, len(devs))}
+	errs := make([]error, len(devs))
+	var wg sync.WaitGroup
 	for i, dev := range devs {
 		o := opts
 		if len(devs) > 1 && o.Logger != nil {
 			o.Logger = o.Logger.With("device", i)
 		}
-		e, err := disk.Open(dev, o)
-		if err != nil {
-			d.closeEngines(context.Background())
-			if len(devs) > 1 {
-				err = fmt.Errorf("hybrid: device %d: %w", i, err)
+		wg.Go(func() {
+			d.engs[i], errs[i] = disk.Open(dev, o)
+			if errs[i] != nil && len(devs) > 1 {
+				errs[i] = fmt.Errorf("hybrid: device %d: %w", i, errs[i])
 			}
-			return nil, err
-		}
-		d.engs = append(d.engs, e)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		d.closeEngines(context.Background())
+		return nil, err
 	}
 	return d, nil
 }
 
-// closeEngines closes the engines opened so far, concurrently: a device
+// closeEngines closes the engines that are open, concurrently: a device
 // that never answers must not use up the time of the others' flushes.
 func (d *devices) closeEngines(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, e := range d.engs {
-		wg.Go(func() { _ = e.Close(ctx) })
+		if e != nil {
+			wg.Go(func() { _ = e.Close(ctx) })
+		}
 	}
 	wg.Wait()
 }
@@ -118,7 +126,8 @@ func (d *devices) close(ctx context.Context) error {
 }
 
 // stats sums the engines' and the devices' snapshots (counters and
-// gauges alike; Online is true only when every engine is online) and
+// gauges alike; Online is true only when every engine is online, and
+// RecoveryDuration is the longest, as the engines recover at once) and
 // returns each engine's Online.
 func (d *devices) stats() (disk.Stats, blockdev.Stats, []bool) {
 	var es disk.Stats
@@ -131,7 +140,9 @@ func (d *devices) stats() (disk.Stats, blockdev.Stats, []bool) {
 			es, ds = s, d.devs[i].Stats()
 			continue
 		}
+		rec := max(es.RecoveryDuration, s.RecoveryDuration)
 		sumInto(&es, &s)
+		es.RecoveryDuration = rec
 		dv := d.devs[i].Stats()
 		sumInto(&ds, &dv)
 	}

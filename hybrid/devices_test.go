@@ -234,6 +234,23 @@ func TestDevicesOptions(t *testing.T) {
 	}
 }
 
+// TestDevicesOpenFails: a device the engine cannot use fails Open with
+// its index; the engine opened on the other is closed (goleak checks its
+// goroutines are gone) and both devices are closed.
+func TestDevicesOpenFails(t *testing.T) {
+	good, _ := blockdev.NewMem(16<<20, 4096)
+	small, _ := blockdev.NewMem(2<<20, 4096) // too few 1 MiB regions
+	_, err := Open(Options{Memory: memory.Options{Capacity: 1 << 20},
+		Disk:    disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10},
+		Devices: []blockdev.Device{good, small}})
+	if err == nil || !strings.Contains(err.Error(), "hybrid: device 1: ") {
+		t.Fatalf("err %v, want one naming device 1", err)
+	}
+	if good.Close() == nil || small.Close() == nil {
+		t.Fatal("devices left open after a failed Open")
+	}
+}
+
 // TestJump: jump is stable and balanced, and growing 2 buckets to 3 moves
 // only keys to the new bucket, about a third of them.
 func TestJump(t *testing.T) {
