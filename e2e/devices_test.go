@@ -31,15 +31,7 @@ cache:
     devices:
       - {path: %s, size: 64MiB}
       - {path: %s, size: 64MiB}
-    region_size: 4MiB
-    buffer_size: 1MiB
-    read_timeout: %v
-    error_limit: 5
-    error_window: 10s
-    probe_interval: 200ms
-limits:
-  shutdown_timeout: %v
-`, o.URL("origin"), fusePath, filepath.Join(dir, "b.cache"), faultReadTimeout, faultShutdown))
+`, o.URL("origin"), fusePath, filepath.Join(dir, "b.cache"))+faultDiskYAML())
 	t.Cleanup(func() { disk.set(diskOK) }) // before the process is killed
 	if n := strings.Count(s.Output(), "cache device opened"); n != 2 {
 		t.Fatalf("%d devices logged as opened, want 2", n)

@@ -83,10 +83,15 @@ func devValue(i int) []byte {
 	return bytes.Repeat(fmt.Appendf(nil, "<%d>", i), 100)
 }
 
-// fillDisk inserts n keys into c (most are evicted from the small memory
-// tier to disk) and waits for every queued write.
-func fillDisk(t *testing.T, c *Cache, n int) {
+// openFilled opens a Cache and inserts n keys (most are evicted from the
+// small memory tier to disk), then waits for every queued write. The
+// caller closes the cache.
+func openFilled(t *testing.T, o Options, n int) *Cache {
 	t.Helper()
+	c, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		c.Insert(devKey(i), devValue(i), time.Time{})
 	}
@@ -97,6 +102,7 @@ func fillDisk(t *testing.T, c *Cache, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return c
 }
 
 // TestDevicesSpreadKeys: keys spread over both devices (each holds a fair
@@ -106,12 +112,8 @@ func fillDisk(t *testing.T, c *Cache, n int) {
 func TestDevicesSpreadKeys(t *testing.T) {
 	var log syncBuffer
 	o, faulty := twoDeviceOpts(t, &log)
-	c, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 600
-	fillDisk(t, c, n)
+	c := openFilled(t, o, n)
 	var perEngine [2]int
 	for i := range n {
 		k := devKey(i)
@@ -149,7 +151,7 @@ func TestDevicesSpreadKeys(t *testing.T) {
 	// recovered by its own engine and served from disk.
 	mem := func(f *blockdev.Faulty) blockdev.Device { return f.Inner().(*blockdev.MemDevice).CrashClone() }
 	o.Devices = []blockdev.Device{mem(faulty[0]), mem(faulty[1])}
-	c, err = Open(o)
+	c, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,13 +178,9 @@ func TestDevicesSpreadKeys(t *testing.T) {
 func TestDevicesOneFails(t *testing.T) {
 	var log syncBuffer
 	o, faulty := twoDeviceOpts(t, &log)
-	c, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
 	const n = 600
-	fillDisk(t, c, n)
+	c := openFilled(t, o, n)
+	defer c.Close(context.Background())
 	id := faulty[1].Inject(blockdev.Fault{Op: blockdev.OpRead, Action: blockdev.Fail, Err: syscall.EIO})
 	var hits [2]int
 	for range 2 { // the second round runs with device 1 out of service
