@@ -24,17 +24,23 @@ import (
 // opened Device and admission Controller in Cache, the coarse Clock in
 // Admission, Logger and Registerer in Proxy.
 type Parts struct {
-	// DevicePath is Cache.Disk.Path: a block device or a file. Empty: the
-	// cache is memory only and Device is unused.
-	DevicePath string
-	Device     blockdev.Options
-	Admission  admission.Options
-	Cache      hybrid.Options
-	Proxy      proxy.Options
+	// Devices are the disk tier's devices in config order (cache.disk's
+	// path and size, or each of cache.disk.devices), to open and put in
+	// Cache.Devices. Empty: the cache is memory only.
+	Devices   []DevicePart
+	Admission admission.Options
+	Cache     hybrid.Options
+	Proxy     proxy.Options
 	// Memory is limits.memory resolved and split; the disk write queue
 	// and the proxy's fill bounds are already sized from it. The binary
 	// sets the Go heap's soft limit from it.
 	Memory Budget
+}
+
+// DevicePart is one disk device to open: a block device or a file.
+type DevicePart struct {
+	Path    string
+	Options blockdev.Options
 }
 
 // maxTokenFile bounds a purge token file: a token is a line, not a blob.
@@ -48,22 +54,25 @@ const maxTokenFile = 4 << 10
 // (Problems.Locate adds them).
 func (c *Config) Compose(logger *slog.Logger) (*Parts, error) {
 	var ps problems
-	p := &Parts{DevicePath: c.Cache.Disk.Path}
-	// Purges by tag and prefix are kept beside the cache device, so that
-	// they survive a restart as the device's contents do.
-	p.Device = blockdev.Options{Size: c.Cache.Disk.Size.Bytes(), Logger: logger}
+	p := &Parts{}
+	for i, d := range c.Cache.Disk.List() {
+		dp := DevicePart{Path: d.Path, Options: blockdev.Options{Size: d.Size.Bytes(), Logger: logger}}
+		checkPart(&ps, c.Cache.Disk.deviceField(i, ""), dp.Options.EnsureDefaults, dp.Options.Validate)
+		p.Devices = append(p.Devices, dp)
+	}
 	p.Admission = c.admissionOptions()
 	p.Cache = c.cacheOptions(logger)
 	c.checkRegions(&ps)
 	p.Proxy = c.proxyOptions(&ps)
 	p.Proxy.Logger = logger
-	if p.DevicePath != "" {
-		p.Proxy.Purge.StateFile = p.DevicePath + ".purge"
+	if len(p.Devices) > 0 {
+		// Purges by tag and prefix are kept beside the (first) cache
+		// device, so that they survive a restart as its contents do.
+		p.Proxy.Purge.StateFile = p.Devices[0].Path + ".purge"
 	}
-	checkPart(&ps, "cache.disk", p.Device.EnsureDefaults, p.Device.Validate)
 	checkPart(&ps, "cache.disk.admission", p.Admission.EnsureDefaults, p.Admission.Validate)
 	checkPart(&ps, "cache", func() { p.Cache.EnsureDefaults() }, p.Cache.Validate)
-	if p.DevicePath != "" { // hybrid checks the engine's options only with a device
+	if len(p.Devices) > 0 { // hybrid checks the engine's options only with a device
 		checkPart(&ps, "cache.disk", func() { p.Cache.Disk.EnsureDefaults() }, p.Cache.Disk.Validate)
 	}
 	if len(c.Origins) == 0 {
@@ -110,14 +119,19 @@ const superblockBytes = 2 * 4096
 // config's own "4 regions" bound when the flushers are many or the size
 // an exact multiple of the region.
 func (c *Config) checkRegions(ps *problems) {
-	d := c.Cache.Disk
-	if d.Path == "" || d.Size <= 0 || d.RegionSize <= 0 {
+	d := &c.Cache.Disk
+	if d.RegionSize <= 0 {
 		return
 	}
-	n := (d.Size.Bytes() - superblockBytes) / d.RegionSize.Bytes()
-	if need := int64(d.Flushers) + 2; n < need {
-		ps.add("cache.disk.size", "%v holds %d regions of %v after the superblock; %d flushers need %d: raise size or lower region_size",
-			d.Size, n, d.RegionSize, d.Flushers, need)
+	for i, dev := range d.List() {
+		if dev.Size <= 0 {
+			continue
+		}
+		n := (dev.Size.Bytes() - superblockBytes) / d.RegionSize.Bytes()
+		if need := int64(d.Flushers) + 2; n < need {
+			ps.add(d.deviceField(i, ".size"), "%v holds %d regions of %v after the superblock; %d flushers need %d: raise size or lower region_size",
+				dev.Size, n, d.RegionSize, d.Flushers, need)
+		}
 	}
 }
 
@@ -242,8 +256,9 @@ func readSmall(path string, limit int64) ([]byte, error) {
 
 // CheckFiles reports, as Problems, each file the config names that cannot
 // be read: tls.cert_file, tls.key_file, every origins[i].ca_file and
-// admin.purge_token_file. The cache device is not checked here (a file
-// device is created on first start).
+// admin.purge_token_file; and each cache device of size 0 that does not
+// exist (a file device is created on first start, and needs a size for
+// that).
 func (c *Config) CheckFiles() error {
 	var ps problems
 	check := func(field, path string) {
@@ -263,6 +278,11 @@ func (c *Config) CheckFiles() error {
 		check(fmt.Sprintf("origins[%d].ca_file", i), o.CAFile)
 	}
 	check("admin.purge_token_file", c.Admin.PurgeTokenFile)
+	for i, d := range c.Cache.Disk.List() {
+		if _, err := os.Stat(d.Path); d.Size == 0 && errors.Is(err, os.ErrNotExist) {
+			ps.add(c.Cache.Disk.deviceField(i, ".size"), "%s does not exist: a file to create needs a size", d.Path)
+		}
+	}
 	return ps.err()
 }
 

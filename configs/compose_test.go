@@ -27,8 +27,9 @@ func TestCompose(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"device path", p.DevicePath, "./data/strata.cache"},
-		{"device size", p.Device.Size, int64(1 << 30)},
+		{"devices", len(p.Devices), 1},
+		{"device path", p.Devices[0].Path, "./data/strata.cache"},
+		{"device size", p.Devices[0].Options.Size, int64(1 << 30)},
 		{"memory", p.Cache.Memory.Capacity, int64(256 << 20)},
 		{"policy", p.Cache.Memory.Policy, memory.S3FIFO},
 		{"region", p.Cache.Disk.RegionSize, int64(16 << 20)},

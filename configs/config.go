@@ -1,5 +1,7 @@
 package configs
 
+import "fmt"
+
 // Config is the whole of strata's configuration. The YAML key of each
 // field is in its tag; each field's comment gives its default (filled by
 // EnsureDefaults when the field is zero).
@@ -74,14 +76,18 @@ type Memory struct {
 	Policy   string `yaml:"policy"`   // s3fifo | lru | fifo; default s3fifo
 }
 
-// Disk is the disk tier. It is off when Path is empty.
+// Disk is the disk tier. It is off when Path is empty and Devices too.
+// Path and Size are the one-device form; Devices lists several (one
+// engine each, keys spread over them by hash), and the two forms exclude
+// each other. Every other key applies to each device alike.
 type Disk struct {
-	Path         string    `yaml:"path"`        // block device or file; empty: memory only
-	Size         Size      `yaml:"size"`        // bytes to use; 0: the whole device (a file needs a size)
-	RegionSize   Size      `yaml:"region_size"` // unit of writing and eviction; default 16MiB
-	Flushers     int       `yaml:"flushers"`    // default 2
-	Reclaimers   int       `yaml:"reclaimers"`  // default 1
-	BufferSize   Size      `yaml:"buffer_size"` // each flusher's write buffer (two each); default 4MiB
+	Path         string    `yaml:"path"`              // block device or file; empty: memory only
+	Size         Size      `yaml:"size"`              // bytes to use; 0: the whole device (a file needs a size)
+	Devices      []Device  `yaml:"devices,omitempty"` // several devices, instead of path and size
+	RegionSize   Size      `yaml:"region_size"`       // unit of writing and eviction; default 16MiB
+	Flushers     int       `yaml:"flushers"`          // default 2
+	Reclaimers   int       `yaml:"reclaimers"`        // default 1
+	BufferSize   Size      `yaml:"buffer_size"`       // each flusher's write buffer (two each); default 4MiB
 	Admission    Admission `yaml:"admission"`
 	Runtime      string    `yaml:"runtime"`       // disabled | unified | separated; default separated
 	ReadWorkers  int       `yaml:"read_workers"`  // default 8
@@ -94,6 +100,36 @@ type Disk struct {
 	ErrorLimit    int      `yaml:"error_limit"`    // default 10; -1: never out of service
 	ErrorWindow   Duration `yaml:"error_window"`   // default 10s
 	ProbeInterval Duration `yaml:"probe_interval"` // default 2s, doubling up to 30s
+}
+
+// Device is one entry of cache.disk.devices.
+type Device struct {
+	Path string `yaml:"path"` // block device or file
+	Size Size   `yaml:"size"` // bytes to use; 0: the whole device (a file needs a size)
+}
+
+// List returns the disk tier's devices: Devices, or Path and Size as one
+// device, or none (memory only).
+func (d *Disk) List() []Device {
+	if len(d.Devices) > 0 {
+		return d.Devices
+	}
+	if d.Path != "" {
+		return []Device{{Path: d.Path, Size: d.Size}}
+	}
+	return nil
+}
+
+// deviceField names the config key of the i-th of List's devices, plus
+// sub (".size", ".path" or "").
+func (d *Disk) deviceField(i int, sub string) string {
+	if len(d.Devices) == 0 {
+		if sub == "" {
+			return "cache.disk"
+		}
+		return "cache.disk" + sub
+	}
+	return fmt.Sprintf("cache.disk.devices[%d]%s", i, sub)
 }
 
 // Admission decides what reaches the disk.

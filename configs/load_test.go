@@ -166,33 +166,39 @@ log:
 		{"heuristic fraction", good + "http:\n  heuristic_fraction: 2\n",
 			[]string{`5: http.heuristic_fraction: must be between 0 and 1`}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load([]byte(tc.yaml), "bad.yaml")
-			if err == nil || c != nil {
-				t.Fatalf("Load accepted:\n%s", tc.yaml)
-			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %T does not match ErrInvalid", err)
-			}
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("error %T is not Problems", err)
-			}
-			if len(ps) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(tc.want), err)
-			}
-			for i, p := range ps {
-				line, sub, _ := strings.Cut(tc.want[i], ": ")
-				got := p.String()
-				prefix := "bad.yaml:" + line + ": "
-				if line == "-" {
-					prefix = "bad.yaml: "
-				}
-				if !strings.HasPrefix(got, prefix) || !strings.Contains(got, sub) {
-					t.Errorf("problem %d = %q, want line %s and %q", i, got, line, sub)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantLoadProblems(t, tc.yaml, tc.want) })
+	}
+}
+
+// wantLoadProblems loads yaml as bad.yaml and checks that it is refused
+// with exactly the problems want ("line: substring" each, in order; line
+// "-": none).
+func wantLoadProblems(t *testing.T, yaml string, want []string) {
+	t.Helper()
+	c, err := Load([]byte(yaml), "bad.yaml")
+	if err == nil || c != nil {
+		t.Fatalf("Load accepted:\n%s", yaml)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %T does not match ErrInvalid", err)
+	}
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("error %T is not Problems", err)
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(want), err)
+	}
+	for i, p := range ps {
+		line, sub, _ := strings.Cut(want[i], ": ")
+		got := p.String()
+		prefix := "bad.yaml:" + line + ": "
+		if line == "-" {
+			prefix = "bad.yaml: "
+		}
+		if !strings.HasPrefix(got, prefix) || !strings.Contains(got, sub) {
+			t.Errorf("problem %d = %q, want line %s and %q", i, got, line, sub)
+		}
 	}
 }
 

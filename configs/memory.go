@@ -10,13 +10,13 @@ import (
 // hold follows from the config:
 //
 //	runtime   32 MiB + capacity/16      Go runtime and binary, metrics, memory-tier tables
-//	disk      (2·flushers + reclaimers) · buffer_size       write buffers, reclaim scans
-//	          + read_workers · pow2(slice_size + 64 KiB)    read buffers
-//	          + disk size / 1024                            index (≈24 B per entry of ≥ 24 KiB)
+//	disk      devices · ((2·flushers + reclaimers) · buffer_size   write buffers, reclaim scans
+//	            + read_workers · pow2(slice_size + 64 KiB))       read buffers
+//	          + total disk size / 1024                      index (≈24 B per entry of ≥ 24 KiB)
 //	conns     limits.max_conns · (max_header_bytes + 8 KiB)   client connections
 //	          + Σ origins[].max_conns · (max_header_bytes + 8 KiB)  origin connections
 //	work      the rest, at least 32 MiB (64 MiB when limits.memory is derived):
-//	          1/8 disk write queue (its pooled items up to twice that),
+//	          1/8 disk write queues, shared by the devices (pooled items up to twice that),
 //	          1/4 large fills, 1/8 small fills, 1/4 buffers of responses
 //	          streaming stored sliced bodies, the rest other responses in
 //	          flight and garbage not yet collected.
@@ -80,15 +80,23 @@ func (c *Config) budget(ps *problems) Budget {
 	return b
 }
 
-// diskBudget is the disk tier's fixed memory: 0 without a disk.
+// diskBudget is the disk tier's fixed memory: 0 without a disk. Each
+// device's engine has its own buffers; the index grows with the devices'
+// total size.
 func (c *Config) diskBudget() int64 {
 	d := &c.Cache.Disk
-	if d.Path == "" {
+	devs := d.List()
+	if len(devs) == 0 {
 		return 0
 	}
 	buf := d.BufferSize.Bytes()
 	read := int64(1) << bits.Len64(uint64(c.Cache.SliceSize.Bytes()+64*KiB-1))
-	return int64(2*d.Flushers+d.Reclaimers)*buf + int64(d.ReadWorkers)*read + d.Size.Bytes()/budgetIndexDiv
+	var size int64
+	for _, dev := range devs {
+		size += dev.Size.Bytes()
+	}
+	perDevice := int64(2*d.Flushers+d.Reclaimers)*buf + int64(d.ReadWorkers)*read
+	return int64(len(devs))*perDevice + size/budgetIndexDiv
 }
 
 // Short reports a budget (from a memory cgroup) that leaves less than the
@@ -98,9 +106,11 @@ func (b *Budget) Short() bool { return b.Work < budgetWorkMin }
 // work is the working memory the pools are sized from.
 func (b *Budget) work() int64 { return max(b.Work, budgetWorkMin) }
 
-// QueueBytes is the disk write queue's bound: an eighth of work, at
-// least one buffer.
-func (b *Budget) QueueBytes(bufferSize int64) int64 { return max(b.work()/8, bufferSize) }
+// QueueBytes is each of n devices' disk write queue bound: together an
+// eighth of work, each at least one buffer.
+func (b *Budget) QueueBytes(bufferSize int64, n int) int64 {
+	return max(b.work()/8/int64(max(n, 1)), bufferSize)
+}
 
 // MaxLargeFills is how many large fills a quarter of work holds (each
 // keeps up to window slices), capped by the configured value.
@@ -136,8 +146,8 @@ func mib(n int64) string { return fmt.Sprintf("%.1fMiB", float64(n)/float64(MiB)
 // p.Memory. REQUIRES: EnsureDefaults ran on p's parts.
 func (p *Parts) applyBudget() {
 	b := &p.Memory
-	if p.DevicePath != "" {
-		p.Cache.Disk.QueueBytes = b.QueueBytes(int64(p.Cache.Disk.BufferSize))
+	if n := len(p.Devices); n > 0 {
+		p.Cache.Disk.QueueBytes = b.QueueBytes(int64(p.Cache.Disk.BufferSize), n)
 	}
 	px := &p.Proxy
 	px.MaxLargeFills = b.MaxLargeFills(px.MaxLargeFills, int64(px.FillWindow), int64(px.SliceSize))

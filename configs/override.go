@@ -34,10 +34,17 @@ func (c *Config) Apply(o Overrides) error {
 			c.setDefaultOrigin(o.Origin)
 		}
 	}
+	// -cache-path and -cache-size set the one-device form: -cache-path
+	// replaces a devices list; -cache-size alone cannot say which of its
+	// devices it means.
 	if o.CachePath != "" {
-		c.Cache.Disk.Path = o.CachePath
+		c.Cache.Disk.Path, c.Cache.Disk.Devices = o.CachePath, nil
 	}
-	setSizeFlag(&ps, "-cache-size", &c.Cache.Disk.Size, o.CacheSize)
+	if o.CacheSize != "" && len(c.Cache.Disk.Devices) > 0 {
+		ps.add("-cache-size", "cache.disk.devices lists several devices: set each size there, or give -cache-path too")
+	} else {
+		setSizeFlag(&ps, "-cache-size", &c.Cache.Disk.Size, o.CacheSize)
+	}
 	setSizeFlag(&ps, "-mem", &c.Cache.Memory.Capacity, o.Memory)
 	c.cgroupLimit = o.CgroupLimit
 	return ps.err()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -121,10 +122,13 @@ func (d *Disk) validate(ps *problems) {
 	checkAligned(ps, "cache.disk.region_size", d.RegionSize, MiB, GiB)
 	if d.regionOK() { // else region_size's own problem says it
 		checkAligned(ps, "cache.disk.buffer_size", d.BufferSize, 4*KiB, int64(d.RegionSize))
-		if d.Size < 0 || (d.Size > 0 && d.Size < 4*d.RegionSize) {
-			ps.add("cache.disk.size", "must be 0 (the whole device) or at least 4 regions (%v), got %d", 4*d.RegionSize, int64(d.Size))
+		for i, dev := range d.List() {
+			if dev.Size < 0 || (dev.Size > 0 && dev.Size < 4*d.RegionSize) {
+				ps.add(d.deviceField(i, ".size"), "must be 0 (the whole device) or at least 4 regions (%v), got %d", 4*d.RegionSize, int64(dev.Size))
+			}
 		}
 	}
+	d.validateDevices(ps)
 	checkRange(ps, "cache.disk.flushers", int64(d.Flushers), 1, 64)
 	checkRange(ps, "cache.disk.reclaimers", int64(d.Reclaimers), 1, 64)
 	checkRange(ps, "cache.disk.admission.rate", int64(d.Admission.Rate), 1, 1<<50)
@@ -140,6 +144,30 @@ func (d *Disk) validate(ps *problems) {
 	}
 	checkDurRange(ps, "cache.disk.error_window", d.ErrorWindow, time.Millisecond, 24*time.Hour)
 	checkDurRange(ps, "cache.disk.probe_interval", d.ProbeInterval, time.Millisecond, time.Hour)
+}
+
+// validateDevices checks the list form: not mixed with path and size,
+// every path set and named once.
+func (d *Disk) validateDevices(ps *problems) {
+	if len(d.Devices) == 0 {
+		return
+	}
+	if d.Path != "" || d.Size != 0 {
+		ps.add("cache.disk.devices", "set path and size, or devices, not both")
+	}
+	seen := map[string]int{}
+	for i, dev := range d.Devices {
+		if dev.Path == "" {
+			ps.add(d.deviceField(i, ".path"), "a device needs a path")
+			continue
+		}
+		p := filepath.Clean(dev.Path)
+		if j, ok := seen[p]; ok {
+			ps.add(d.deviceField(i, ".path"), "%s is devices[%d] already", dev.Path, j)
+			continue
+		}
+		seen[p] = i
+	}
 }
 
 func (d *Disk) regionOK() bool {

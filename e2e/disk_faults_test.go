@@ -35,15 +35,7 @@ func TestDiskFaults(t *testing.T) {
 	s := startStrata(t, strataOpts{Config: fmt.Sprintf(`origins: [{url: %s}]
 cache:
   disk:
-    region_size: 4MiB
-    buffer_size: 1MiB
-    read_timeout: %v
-    error_limit: 5
-    error_window: 10s
-    probe_interval: 200ms
-limits:
-  shutdown_timeout: %v
-`, o.URL("origin"), faultReadTimeout, faultShutdown),
+`, o.URL("origin")) + faultDiskYAML(),
 		Args: []string{"-cache-path", path, "-cache-size", "64MiB"}})
 	t.Cleanup(func() { disk.set(diskOK) }) // before the process is killed
 	started := time.Now()
@@ -61,6 +53,21 @@ limits:
 	wantErrorLinesLimited(t, s, started)
 	took := stopHung(t, s)
 	t.Logf("request budget %v; SIGTERM with the device hung took %v", budget, took)
+}
+
+// faultDiskYAML is the rest of cache.disk (indented under it) and limits
+// for the FUSE tests: small regions, a short read deadline, out of
+// service after 5 failures, probed every 200ms.
+func faultDiskYAML() string {
+	return fmt.Sprintf(`    region_size: 4MiB
+    buffer_size: 1MiB
+    read_timeout: %v
+    error_limit: 5
+    error_window: 10s
+    probe_interval: 200ms
+limits:
+  shutdown_timeout: %v
+`, faultReadTimeout, faultShutdown)
 }
 
 // faultEpisode switches disk to mode while fillers [from, to) are

@@ -9,12 +9,14 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"strata/admission"
-	"strata/hybrid/disk"
+	"strata/blockdev"
 	"strata/hybrid/memory"
 )
 
 // Cache is the hybrid cache: a Memory tier in front of an optional disk
-// Engine, joined as DESIGN.md ("The hybrid cache") describes.
+// tier of one Engine per device, joined as DESIGN.md ("The hybrid cache")
+// describes. Each key's disk operations go to one engine, picked by a
+// stable hash of the key (devices.go).
 //
 // Get asks memory, then disk (the engine's pending set, index and read
 // pool); a disk hit is copied into memory as Options.Promotion says (by
@@ -49,7 +51,7 @@ import (
 type Cache struct {
 	opts   Options
 	mem    *memory.Cache
-	disk   *disk.Engine // nil: memory only
+	disks  *devices // nil: memory only
 	fetch  *fetchGroup
 	promo  *promoteFilter // PromoteSecondHit's doorkeeper
 	closed atomic.Bool
@@ -70,24 +72,24 @@ func Open(opts Options) (*Cache, error) {
 	}
 	c := &Cache{opts: opts, fetch: newFetchGroup(opts.FetchTimeout),
 		promo: newPromoteFilter(opts.Memory.Capacity)}
-	if opts.Device != nil {
+	if devs := opts.devices(); len(devs) > 0 {
 		if opts.Admission != nil {
 			opts.Disk.Admission = admitter{opts.Admission}
 		}
-		e, err := disk.Open(opts.Device, opts.Disk)
+		d, err := openEngines(devs, opts.Disk)
 		if err != nil {
 			closeDevice(opts)
 			return nil, err
 		}
-		c.disk = e
+		c.disks = d
 		if opts.WritePolicy == WriteOnEviction {
 			opts.Memory.OnEvict = c.onEvict
 		}
 	}
 	m, err := memory.New(opts.Memory)
 	if err != nil {
-		if c.disk != nil {
-			_ = c.disk.Close(context.Background())
+		if c.disks != nil {
+			c.disks.closeEngines(context.Background())
 		}
 		closeDevice(opts)
 		return nil, err
@@ -96,9 +98,13 @@ func Open(opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// closeDevice closes every device opts holds, as Open promises when it
+// fails.
 func closeDevice(opts Options) {
-	if opts.Device != nil {
-		_ = opts.Device.Close()
+	for _, dev := range append([]blockdev.Device{opts.Device}, opts.Devices...) {
+		if dev != nil {
+			_ = dev.Close()
+		}
 	}
 }
 
@@ -113,10 +119,10 @@ func (c *Cache) Get(key, dst []byte) ([]byte, Tier, bool) {
 		c.record(key)
 		return v, TierMemory, true
 	}
-	if c.disk == nil {
+	if c.disks == nil {
 		return dst, TierMiss, false
 	}
-	v, expiry, ok := c.disk.GetWithExpiry(key, dst)
+	v, expiry, ok := c.disks.of(key).GetWithExpiry(key, dst)
 	if !ok {
 		return dst, TierMiss, false
 	}
@@ -135,7 +141,7 @@ func (c *Cache) Contains(key []byte) bool {
 	if c.closed.Load() {
 		return false
 	}
-	return c.mem.Contains(key) || (c.disk != nil && c.disk.Contains(key))
+	return c.mem.Contains(key) || (c.disks != nil && c.disks.of(key).Contains(key))
 }
 
 // Insert stores a copy of key → value until expiry (zero: no expiry).
@@ -144,22 +150,23 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 		return
 	}
 	c.record(key)
-	if c.disk == nil {
+	if c.disks == nil {
 		c.mem.Set(key, value, expiry)
 		return
 	}
+	e := c.disks.of(key)
 	if c.opts.WritePolicy == WriteOnInsertion {
 		c.mem.Set(key, value, expiry)
-		c.disk.Insert(key, value, expiry)
+		e.Insert(key, value, expiry)
 		return
 	}
 	stored := c.mem.Set(key, value, expiry)
-	c.disk.Kick() // the flushers the eviction hook queued for (onEvict)
+	c.disks.kick() // the flushers the eviction hook queued for (onEvict)
 	if !stored {
 		// Too big for memory: straight to disk, which supersedes (or, if
 		// refused, hides) an older copy there.
 		c.c.directToDisk.Add(1)
-		c.disk.Insert(key, value, expiry)
+		e.Insert(key, value, expiry)
 		return
 	}
 	// The memory tier now holds the newest value; an older copy on disk
@@ -167,8 +174,8 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 	// way down. Set first, then remove: an eviction of the older value
 	// racing with this Insert has queued its disk write before Set took
 	// the shard lock, so the remove lands after it.
-	if c.disk.Contains(key) {
-		c.disk.Remove(key)
+	if e.Contains(key) {
+		e.Remove(key)
 	}
 }
 
@@ -178,10 +185,10 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 // once, from the memory tier's blocks into its write queue (gathering
 // every evicted value before admission refused about half of them took
 // 15% of the process's CPU). The flusher is not woken under the lock:
-// every call that may evict (Insert, promote) calls disk.Engine.Kick after
-// it.
+// every call that may evict (Insert, promote) kicks every engine after
+// it (devices.kick).
 func (c *Cache) onEvict(ev memory.Evicted) {
-	if c.disk.InsertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
+	if c.disks.of(ev.Key).InsertFromLater(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue) {
 		c.c.evictedToDisk.Add(1)
 	}
 }
@@ -192,8 +199,8 @@ func (c *Cache) Remove(key []byte) {
 		return
 	}
 	c.mem.Delete(key)
-	if c.disk != nil {
-		c.disk.Remove(key)
+	if c.disks != nil {
+		c.disks.of(key).Remove(key)
 	}
 }
 
@@ -263,11 +270,12 @@ func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
 	}
 }
 
-// Close stops fetches, flushes and closes the disk tier (and its device),
-// and releases the memory tier. Entries only in memory are not written to
-// disk. A device that does not answer holds Close at most a second
-// past ctx (see disk.Engine.Close); it is then left open, and the error wraps
-// ErrDeviceTimeout. REQUIRES: no other call in flight.
+// Close stops fetches, flushes and closes the disk tier (its engines and
+// devices, concurrently), and releases the memory tier. Entries only in
+// memory are not written to disk. A device that does not answer holds
+// Close at most a second past ctx (see disk.Engine.Close); it is then left
+// open, and the error wraps ErrDeviceTimeout. REQUIRES: no other call in
+// flight.
 func (c *Cache) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
 		return ErrClosed
@@ -276,25 +284,13 @@ func (c *Cache) Close(ctx context.Context) error {
 	if err := c.fetch.close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if c.disk != nil {
-		errs = append(errs, c.closeDisk(ctx))
+	if c.disks != nil {
+		errs = append(errs, c.disks.close(ctx))
 	}
 	if err := c.mem.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// closeDisk closes the engine, then the device. A device the engine gave
-// up on is not closed: a Disk's Close waits for the I/O it never ends.
-// Otherwise the device gets until ctx ends and a grace more
-// (disk.CloseDevice).
-func (c *Cache) closeDisk(ctx context.Context) error {
-	err := c.disk.Close(ctx)
-	if errors.Is(err, ErrDeviceTimeout) {
-		return err
-	}
-	return errors.Join(err, disk.CloseDevice(ctx, c.opts.Device))
 }
 
 // record tells the admission controller of an access to key.

@@ -50,7 +50,7 @@ func TestCacheEvictionCopiesOnlyAdmitted(t *testing.T) {
 	onDisk := 0
 	for i := range 300 {
 		k := fmt.Appendf(nil, "a%d", i)
-		if v, ok := c.disk.Get(k, nil); ok {
+		if v, ok := c.disks.of(k).Get(k, nil); ok {
 			onDisk++
 			if !bytes.Equal(v, value(i)) {
 				t.Fatalf("%s on disk: %q, want %q", k, v, value(i))

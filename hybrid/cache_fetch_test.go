@@ -121,7 +121,7 @@ func TestCacheEvictionWakesFlusher(t *testing.T) {
 		t.Fatal("nothing evicted to disk")
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for s := c.disk.Stats(); s.QueuedBytes != 0 || s.PendingKeys != 0; s = c.disk.Stats() {
+	for s := c.Stats().Disk; s.QueuedBytes != 0 || s.PendingKeys != 0; s = c.Stats().Disk {
 		if time.Now().After(deadline) {
 			t.Fatalf("evicted entries not written: queued=%d pending=%d", s.QueuedBytes, s.PendingKeys)
 		}

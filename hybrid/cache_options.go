@@ -37,11 +37,18 @@ type Options struct {
 	// Memory configures the memory tier. Its OnEvict is set by the Cache
 	// and must be left nil.
 	Memory memory.Options
-	// Disk configures the disk engine; used only when Device is set.
+	// Disk configures the disk engines (one per device, all alike); used
+	// only with a device.
 	Disk disk.Options
-	// Device is the disk tier's device. nil: memory only. Open takes
-	// ownership: Close closes it (also when Open fails).
+	// Device is the disk tier's device when it has one: the same as
+	// Devices holding only it. Set Device or Devices, not both.
 	Device blockdev.Device
+	// Devices are the disk tier's devices, one disk.Engine each; keys are
+	// spread over them by a stable hash (see devices.go for what a change
+	// of the list does). Empty, with Device nil: memory only. Open takes
+	// ownership of Device and Devices: Close closes them (also when Open
+	// fails).
+	Devices []blockdev.Device
 	// Admission decides what may be written to disk; nil admits
 	// everything. The Cache records every hit and insert in it (a
 	// frequency filter learns from those) and the engine charges it with
@@ -61,7 +68,7 @@ type Options struct {
 // EnsureDefaults fills zero fields with their defaults and returns o.
 func (o *Options) EnsureDefaults() *Options {
 	o.Memory.EnsureDefaults()
-	if o.Device != nil {
+	if len(o.devices()) > 0 {
 		o.Disk.EnsureDefaults()
 	}
 	if o.WritePolicy == "" {
@@ -85,9 +92,17 @@ func (o *Options) Validate() error {
 	if o.Memory.OnEvict != nil {
 		errs = append(errs, fmt.Errorf("%w: memory.OnEvict is set by the Cache", ErrOptions))
 	}
-	if o.Device != nil {
+	if len(o.devices()) > 0 {
 		if err := o.Disk.Validate(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if o.Device != nil && len(o.Devices) > 0 {
+		errs = append(errs, fmt.Errorf("%w: both Device and Devices are set", ErrOptions))
+	}
+	for i, d := range o.Devices {
+		if d == nil {
+			errs = append(errs, fmt.Errorf("%w: Devices[%d] is nil", ErrOptions, i))
 		}
 	}
 	switch o.WritePolicy {
@@ -104,4 +119,12 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: fetch_timeout %v is negative", ErrOptions, o.FetchTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// devices returns the disk tier's devices: Devices, or Device alone.
+func (o *Options) devices() []blockdev.Device {
+	if o.Device != nil && len(o.Devices) == 0 {
+		return []blockdev.Device{o.Device}
+	}
+	return o.Devices
 }

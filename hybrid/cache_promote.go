@@ -75,7 +75,7 @@ func (c *Cache) promote(key, value []byte, expiry int64) {
 		return
 	}
 	ok := c.mem.SetClean(key, value, expiryTime(expiry))
-	c.disk.Kick() // promote runs only on a disk hit: c.disk is set
+	c.disks.kick() // promote runs only on a disk hit: c.disks is set
 	if ok {
 		c.c.promotions.Add(1)
 	}

@@ -10,11 +10,16 @@ import (
 // Counters are cumulative, gauges current.
 type Stats struct {
 	Memory memory.Stats
-	// Disk is the engine's snapshot; zero when the cache is memory only.
+	// Disk is the engines' snapshots summed (Online: every engine is in
+	// service); zero when the cache is memory only.
 	Disk disk.Stats
-	// Device is the disk device's I/O counters; zero when memory only.
+	// Device is the disk devices' I/O counters summed; zero when memory
+	// only.
 	Device      blockdev.Stats
 	DiskEnabled bool
+	// DeviceOnline says, for each device in Options order, whether its
+	// engine is in service; nil when memory only.
+	DeviceOnline []bool
 
 	Promotions    uint64 // disk hits copied into memory
 	EvictedToDisk uint64 // memory evictions queued for a disk write
@@ -47,10 +52,9 @@ func (c *Cache) Stats() Stats {
 		FetchWaits:    c.c.fetchWaits.Load(),
 		FetchErrors:   c.c.fetchErrors.Load(),
 	}
-	if c.disk != nil {
+	if c.disks != nil {
 		s.DiskEnabled = true
-		s.Disk = c.disk.Stats()
-		s.Device = c.opts.Device.Stats()
+		s.Disk, s.Device, s.DeviceOnline = c.disks.stats()
 	}
 	return s
 }

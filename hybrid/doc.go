@@ -1,6 +1,7 @@
 // Package hybrid is strata's hybrid cache: a memory tier (package
-// hybrid/memory) in front of an optional disk engine (package
-// hybrid/disk), joined by Cache.
+// hybrid/memory) in front of an optional disk tier of one engine (package
+// hybrid/disk) per device, joined by Cache. Each key's disk operations go
+// to one engine, picked by a stable hash of the key (devices.go).
 //
 // Cache.Get asks memory, then disk; a disk hit may be copied into memory
 // (Options.Promotion). Cache.Insert stores in memory; under

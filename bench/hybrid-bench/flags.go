@@ -58,7 +58,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	size := func(p *int64, name, def, usage string, rate bool) {
 		sizes = append(sizes, sizeFlag{p: p, name: name, rate: rate, text: fs.String(name, def, usage)})
 	}
-	fs.StringVar(&c.File, "file", "", "device or file for the disk tier (a file is created and preallocated)")
+	fs.StringVar(&c.File, "file", "", "device or file for the disk tier (a file is created and preallocated); several, comma-separated, each of --disk bytes, spread keys over them")
 	fs.BoolVar(&c.NoDisk, "no-disk", false, "memory tier only")
 	size(&c.Mem, "mem", "1GiB", "memory tier capacity", false)
 	size(&c.Disk, "disk", "1GiB", "disk tier capacity (device bytes used)", false)

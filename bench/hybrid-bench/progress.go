@@ -14,13 +14,13 @@ import (
 type progress struct {
 	out   io.Writer
 	on    bool
-	dev   blockdev.Device
+	dev   func() blockdev.Stats // the devices' counters
 	last  blockdev.Stats
 	lastT time.Duration
 	shown bool
 }
 
-func newProgress(out io.Writer, on bool, dev blockdev.Device) *progress {
+func newProgress(out io.Writer, on bool, dev func() blockdev.Stats) *progress {
 	return &progress{out: out, on: on, dev: dev}
 }
 
@@ -29,10 +29,7 @@ func (p *progress) show(now time.Duration, status string) {
 	if !p.on {
 		return
 	}
-	var s blockdev.Stats
-	if p.dev != nil {
-		s = p.dev.Stats()
-	}
+	s := p.dev()
 	if d := (now - p.lastT).Seconds(); p.lastT > 0 && d > 0 {
 		status += fmt.Sprintf("  disk read %s/s, write %s/s",
 			iec(uint64(float64(s.ReadBytes-p.last.ReadBytes)/d)), iec(uint64(float64(s.WriteBytes-p.last.WriteBytes)/d)))

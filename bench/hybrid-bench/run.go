@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,7 @@ type bench struct {
 	cfg   *config
 	out   io.Writer
 	cache *hybrid.Cache
-	dev   blockdev.Device // nil: memory only
+	disk  bool // false: memory only
 	col   *collector
 	prog  *progress
 	wl    *workload
@@ -55,7 +56,7 @@ func run(cfg *config, out io.Writer, tty bool) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{cfg: cfg, out: out, cache: c, dev: opts.Device, res: &result{Config: cfg}}
+	b := &bench{cfg: cfg, out: out, cache: c, disk: opts.Device != nil || len(opts.Devices) > 0, res: &result{Config: cfg}}
 	b.res.RSS.FlushBuffers = flushBufferBytes(opts)
 	printConfig(out, cfg, opts)
 	stopMetrics, err := startMetrics(cfg, c, out)
@@ -91,7 +92,7 @@ func (b *bench) drive(tty bool) error {
 	n := b.cfg.Writers + b.cfg.Readers
 	b.col = newCollector(n)
 	b.wl = newWorkload(b.cache, b.cfg)
-	b.prog = newProgress(b.out, tty, b.dev)
+	b.prog = newProgress(b.out, tty, b.devStats)
 	var wg sync.WaitGroup
 	for i := range b.cfg.Writers {
 		wg.Go(func() { b.wl.writer(i, newRecorder(b.col.cur)) })
@@ -214,11 +215,12 @@ func (b *bench) waitUntil(ctx context.Context, at time.Duration, status func(tim
 	}
 }
 
+// devStats is the devices' I/O counters, summed over them.
 func (b *bench) devStats() blockdev.Stats {
-	if b.dev == nil {
+	if !b.disk {
 		return blockdev.Stats{}
 	}
-	return b.dev.Stats()
+	return b.cache.Stats().Device
 }
 
 func (b *bench) noteEntries() {
@@ -295,29 +297,34 @@ func cacheOptions(cfg *config) (hybrid.Options, error) {
 		}
 		o.Admission = l
 	}
-	dev, err := blockdev.Open(cfg.File, blockdev.Options{Size: cfg.Disk})
-	if err != nil {
-		return o, err
+	for _, f := range strings.Split(cfg.File, ",") {
+		dev, err := blockdev.Open(f, blockdev.Options{Size: cfg.Disk})
+		if err != nil {
+			for _, d := range o.Devices {
+				d.Close()
+			}
+			return o, err
+		}
+		o.Devices = append(o.Devices, dev)
 	}
-	o.Device = dev
 	return o, nil
 }
 
-// flushBufferBytes is Flushers × 2 × BufferSize after the engine's
-// defaults: the write path's fixed memory.
+// flushBufferBytes is devices × Flushers × 2 × BufferSize after the
+// engine's defaults: the write path's fixed memory.
 func flushBufferBytes(o hybrid.Options) int64 {
-	if o.Device == nil {
+	if len(o.Devices) == 0 {
 		return 0
 	}
 	d := o.Disk
 	d.EnsureDefaults()
-	return int64(d.Flushers) * 2 * int64(d.BufferSize)
+	return int64(len(o.Devices)) * int64(d.Flushers) * 2 * int64(d.BufferSize)
 }
 
 func printConfig(w io.Writer, cfg *config, o hybrid.Options) {
 	dev := "none"
-	if o.Device != nil {
-		dev = fmt.Sprintf("%s (%s, direct I/O %v)", cfg.File, iec(uint64(o.Device.Size())), blockdev.IsDirect(o.Device))
+	if len(o.Devices) > 0 {
+		dev = fmt.Sprintf("%s (%d × %s, direct I/O %v)", cfg.File, len(o.Devices), iec(uint64(o.Devices[0].Size())), blockdev.IsDirect(o.Devices[0]))
 	}
 	fmt.Fprintf(w, "hybrid-bench: device %s; mem %s, %s; region %s; runtime %s; flushers %d, reclaimers %d\n",
 		dev, iec(uint64(cfg.Mem)), cfg.Eviction, iec(uint64(cfg.RegionSize)), cfg.Runtime, cfg.Flushers, cfg.Reclaimers)

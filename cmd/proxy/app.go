@@ -44,7 +44,10 @@ type app struct {
 // it had built and returns the error.
 func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof bool) (a *app, err error) {
 	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
-	p.Device.Logger, p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger, logger
+	p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger
+	for i := range p.Devices {
+		p.Devices[i].Options.Logger = logger
+	}
 	setMemoryLimit(logger, p.Memory)
 	defer func() {
 		if err != nil {
@@ -79,23 +82,20 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	return a, nil
 }
 
-// openCache opens the device (if any), the admission controller on a
+// openCache opens the devices (if any), the admission controller on a
 // coarse clock, and the cache.
 func (a *app) openCache(p *configs.Parts) error {
-	if p.DevicePath != "" {
-		t0 := time.Now()
-		dev, err := openDevice(p.DevicePath, p.Device)
+	if len(p.Devices) > 0 {
+		devs, err := a.openDevices(p.Devices)
 		if err != nil {
 			return err
 		}
-		a.log.Info("cache device opened", "path", p.DevicePath, "size", configs.FormatSize(dev.Size()),
-			"block_size", dev.BlockSize(), "direct", isDirect(dev), "took", time.Since(t0))
-		p.Cache.Device = dev
+		p.Cache.Devices = devs
 		a.clock = admission.NewCoarseClock(0)
 		p.Admission.RateLimit.Clock = a.clock
 		ctl, err := admission.New(p.Admission)
 		if err != nil {
-			dev.Close()
+			closeDevices(devs)
 			return err
 		}
 		p.Cache.Admission = ctl
@@ -108,8 +108,33 @@ func (a *app) openCache(p *configs.Parts) error {
 	a.cache = c
 	s := c.Stats()
 	a.log.Info("cache opened", "memory", configs.FormatSize(s.Memory.Capacity), "disk", s.DiskEnabled,
+		"devices", len(s.DeviceOnline),
 		"recovered_entries", s.Disk.Recovered, "took", time.Since(t0))
 	return nil
+}
+
+// openDevices opens every cache device, in order, logging each; on
+// failure it closes those it opened.
+func (a *app) openDevices(parts []configs.DevicePart) ([]blockdev.Device, error) {
+	var devs []blockdev.Device
+	for i, dp := range parts {
+		t0 := time.Now()
+		dev, err := openDevice(dp.Path, dp.Options)
+		if err != nil {
+			closeDevices(devs)
+			return nil, err
+		}
+		devs = append(devs, dev)
+		a.log.Info("cache device opened", "path", dp.Path, "device", i, "size", configs.FormatSize(dev.Size()),
+			"block_size", dev.BlockSize(), "direct", isDirect(dev), "took", time.Since(t0))
+	}
+	return devs, nil
+}
+
+func closeDevices(devs []blockdev.Device) {
+	for _, d := range devs {
+		_ = d.Close()
+	}
 }
 
 // openDevice opens path as the cache device: a block device as it is, a

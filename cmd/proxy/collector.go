@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"strata/hybrid"
@@ -12,9 +14,13 @@ import (
 // are strata_cache_* for the cache and its memory tier, strata_disk_* for
 // the disk engine and device; counters end in _total, sizes in _bytes,
 // times in _seconds. Disk metrics are left out of a memory-only cache.
+// With several devices, strata_disk_* sum them (strata_disk_online is 1
+// only while all are in service) and strata_disk_device_online has one
+// series per device.
 type cacheCollector struct {
-	cache *hybrid.Cache
-	stats []cacheStat
+	cache  *hybrid.Cache
+	stats  []cacheStat
+	online *prometheus.Desc // strata_disk_device_online{device="i"}
 }
 
 // cacheStat is one metric: its descriptor, its type, and how to read it
@@ -27,7 +33,9 @@ type cacheStat struct {
 }
 
 func newCacheCollector(c *hybrid.Cache) *cacheCollector {
-	cc := &cacheCollector{cache: c}
+	cc := &cacheCollector{cache: c, online: prometheus.NewDesc("strata_disk_device_online",
+		"1 while the device (its index in the config's list, from 0) is in service, 0 while it is out of service after repeated failures.",
+		[]string{"device"}, nil)}
 	for _, d := range cacheStatDefs {
 		cc.stats = append(cc.stats, cacheStat{
 			desc: prometheus.NewDesc(d.name, d.help, nil, d.labels),
@@ -42,6 +50,7 @@ func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, s := range cc.stats {
 		ch <- s.desc
 	}
+	ch <- cc.online
 }
 
 // Collect implements prometheus.Collector.
@@ -52,6 +61,9 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(st.desc, st.typ, st.get(&s))
+	}
+	for i, on := range s.DeviceOnline {
+		ch <- prometheus.MustNewConstMetric(cc.online, prometheus.GaugeValue, boolGauge(on), strconv.Itoa(i))
 	}
 }
 
@@ -136,7 +148,7 @@ var engineStatDefs = onDisk(
 	counter("strata_disk_read_queue_full_total", "Disk lookups turned into misses because the read queue was full.", func(s *hybrid.Stats) uint64 { return s.Disk.ReadQueueFull }),
 	counter("strata_disk_read_timeouts_total", "Disk lookups turned into misses because the read passed the read timeout.", func(s *hybrid.Stats) uint64 { return s.Disk.ReadTimeouts }),
 	gauge("strata_disk_abandoned_reads", "Disk reads whose lookup timed out, still held by the device or the read queue.", func(s *hybrid.Stats) float64 { return float64(s.Disk.AbandonedReads) }),
-	gauge("strata_disk_online", "1 while the disk tier is in service, 0 while it is out of service after repeated failures.", func(s *hybrid.Stats) float64 { return boolGauge(s.Disk.Online) }),
+	gauge("strata_disk_online", "1 while the disk tier is in service (every device), 0 while it (or one of its devices: strata_disk_device_online says which) is out of service after repeated failures.", func(s *hybrid.Stats) float64 { return boolGauge(s.Disk.Online) }),
 	counter("strata_disk_out_of_service_total", "Times the disk tier was taken out of service.", func(s *hybrid.Stats) uint64 { return s.Disk.OutOfService }),
 	counter("strata_disk_offline_gets_total", "Disk lookups skipped because the disk tier was out of service.", func(s *hybrid.Stats) uint64 { return s.Disk.OfflineGets }),
 	counter("strata_disk_corruptions_total", "Disk entries that failed their checks when read.", func(s *hybrid.Stats) uint64 { return s.Disk.Corruptions }),

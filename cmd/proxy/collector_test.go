@@ -19,20 +19,21 @@ import (
 // leaves the disk metrics out.
 func TestCacheCollector(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		disk bool
+		name    string
+		devices int
 	}{
-		{"memory only", false},
-		{"with disk", true},
+		{"memory only", 0},
+		{"with disk", 1},
+		{"two devices", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := hybrid.Options{Memory: memory.Options{Capacity: 8 << 20}}
-			if tc.disk {
+			for range tc.devices {
 				dev, err := blockdev.NewMem(128<<20, 4096)
 				if err != nil {
 					t.Fatal(err)
 				}
-				opts.Device = dev
+				opts.Devices = append(opts.Devices, dev)
 			}
 			c, err := hybrid.Open(opts)
 			if err != nil {
@@ -58,12 +59,15 @@ func TestCacheCollector(t *testing.T) {
 				t.Error(err)
 			}
 			n, err := testutil.GatherAndCount(reg, "strata_disk_inserts_total")
-			if err != nil || (n == 1) != tc.disk {
-				t.Errorf("strata_disk_inserts_total: %d series (err %v), want disk=%v", n, err, tc.disk)
+			if err != nil || (n == 1) != (tc.devices > 0) {
+				t.Errorf("strata_disk_inserts_total: %d series (err %v), want devices=%d", n, err, tc.devices)
 			}
-			if tc.disk {
-				online := "\n# HELP strata_disk_online 1 while the disk tier is in service, 0 while it is out of service after repeated failures.\n# TYPE strata_disk_online gauge\nstrata_disk_online 1\n"
-				if err := testutil.GatherAndCompare(reg, strings.NewReader(online), "strata_disk_online"); err != nil {
+			if n, err := testutil.GatherAndCount(reg, "strata_disk_device_online"); err != nil || n != tc.devices {
+				t.Errorf("strata_disk_device_online: %d series (err %v), want %d", n, err, tc.devices)
+			}
+			if tc.devices == 1 {
+				online := "\n# HELP strata_disk_device_online 1 while the device (its index in the config's list, from 0) is in service, 0 while it is out of service after repeated failures.\n# TYPE strata_disk_device_online gauge\nstrata_disk_device_online{device=\"0\"} 1\n"
+				if err := testutil.GatherAndCompare(reg, strings.NewReader(online), "strata_disk_device_online"); err != nil {
 					t.Error(err)
 				}
 			}

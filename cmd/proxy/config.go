@@ -31,7 +31,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.o.Listen, "listen", "", "client listener `addr` (config default :8080)")
 	fs.StringVar(&f.o.AdminListen, "admin-listen", "", "admin listener `addr`: /metrics, /healthz, /readyz, POST /purge (config default 127.0.0.1:9090)")
 	fs.StringVar(&f.o.Origin, "origin", "", "the default origin's `URL`, http:// or https://")
-	fs.StringVar(&f.o.CachePath, "cache-path", "", "cache device: a block device or a file (config default ./data/strata.cache)")
+	fs.StringVar(&f.o.CachePath, "cache-path", "", "cache device: a block device or a file, replacing cache.disk.devices (config default ./data/strata.cache)")
 	fs.StringVar(&f.o.CacheSize, "cache-size", "", "bytes of the cache device to use, e.g. 1GiB (a file needs one; 0: a whole block device)")
 	fs.StringVar(&f.o.Memory, "mem", "", "memory tier `size`, e.g. 256MiB")
 	fs.Usage = func() {
