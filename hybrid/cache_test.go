@@ -26,7 +26,7 @@ func testCache(t *testing.T, memBytes int64, mutate func(*Options)) (*Cache, *bl
 	}
 	o := Options{
 		Memory: memory.Options{Capacity: memBytes, Shards: 1},
-		Disk:   disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1},
+		Disk:   disk.Options{RegionSize: 1 << 20, BufferSize: 256 << 10, FlushDelay: -1, ReadTimeout: 30 * time.Second},
 		Device: dev,
 	}
 	if mutate != nil {

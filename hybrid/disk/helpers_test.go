@@ -20,7 +20,11 @@ func testOpts() Options {
 	return Options{
 		RegionSize: 1 << 20, BufferSize: 64 << 10, Flushers: 2, Reclaimers: 1,
 		QueueBytes: 4 << 20, FlushDelay: -1, ReadWorkers: 4, ErrorLimit: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// A generous read deadline: on a loaded machine (-race, parallel
+		// packages) the default 250ms turned slow reads into misses that
+		// tests took for lost entries. The deadline's own tests set theirs.
+		ReadTimeout: 30 * time.Second,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 

@@ -144,13 +144,15 @@ func (rt *ioRuntime) serveRead(j *readJob) {
 	dst, taken := j.dst, false
 	defer func() {
 		if r := recover(); r != nil {
+			// Counted before the Get is released, so that it sees the
+			// panic in Stats when it returns.
+			rt.e.recovered("read worker", r)
 			if taken || j.state.CompareAndSwap(jobPending, jobDelivering) {
 				j.dst, j.expiry, j.ok = dst, 0, false
 				j.done <- struct{}{}
 			} else {
 				rt.letGo(j)
 			}
-			rt.e.recovered("read worker", r)
 		}
 	}()
 	l, ok := rt.e.load(j.h, j.v)
