@@ -98,6 +98,9 @@ func TestHeadFromStoredGet(t *testing.T) {
 	// A HEAD miss fills with a GET, so a later GET hits.
 	r = p.do("HEAD", "/h2")
 	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored")
+	// The HEAD is answered before the fill's GET body has ended; a GET
+	// sent at once would join that fill (collapsed), not hit.
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
 	r = p.get("/h2")
 	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 	if string(r.Body()) != "0123456789" {
