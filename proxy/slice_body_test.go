@@ -27,7 +27,7 @@ func slicedHit(p *pair, ctx *fasthttp.RequestCtx, path string, w io.Writer) erro
 
 // TestSlicedHit: a body of several slices (the last one short) streams
 // whole and in order through WriteTo and through Read, and a hit after the
-// first allocates nothing (pooled sliceReader and slice buffers).
+// first allocates nothing (pooled slicedBody and slice buffers).
 func TestSlicedHit(t *testing.T) {
 	body := bigBody(4*(64<<10) + 1000)
 	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
