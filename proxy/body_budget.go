@@ -14,7 +14,10 @@ import (
 // The fast path is one atomic add. A caller that finds the budget spent
 // waits on a condition variable, woken by every release while anyone
 // waits, until its deadline; the first holder always gets in (a single
-// body larger than the whole budget is not refused forever).
+// body larger than the whole budget is not refused forever). The bound is
+// soft: a caller whose deadline passed takes its bytes anyway (force),
+// and the overrun is counted, so that sustained overload costs memory
+// past the bound rather than failed hits.
 type bodyBudget struct {
 	max     int64
 	used    atomic.Int64
@@ -57,6 +60,9 @@ func (b *bodyBudget) acquire(n int64, wait time.Duration) bool {
 	}
 	return true
 }
+
+// force takes n bytes whether or not they fit.
+func (b *bodyBudget) force(n int64) { b.used.Add(n) }
 
 // release gives n bytes back and wakes waiters, if any.
 func (b *bodyBudget) release(n int64) {

@@ -29,6 +29,7 @@ type metrics struct {
 	inflightFills  prometheus.Gauge
 	corrupt        prometheus.Counter
 	cutShort       prometheus.Counter
+	streamOverruns prometheus.Counter
 	fillLagged     prometheus.Counter
 	// backgroundRevalidations counts revalidations started behind a
 	// stale-while-revalidate or grace hit.
@@ -65,6 +66,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_corrupt_objects_total",
 			Help: "Stored records or slices that failed to decode and were served as misses.",
 		}),
+		streamOverruns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_stream_budget_overruns_total",
+			Help: "Responses streaming stored sliced bodies that waited their full StreamWait for room in the stream budget and streamed past it.",
+		}),
 		cutShort: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_responses_cut_short_total",
 			Help: "Responses served from the cache that ended before their Content-Length after the status line was sent (a slice lost mid-body that could not be fetched again, an origin failing mid-fetch); the client connection is closed.",
@@ -95,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.cutShort, m.fillLagged, m.fillDetached, m.fillsOverLimit,
+	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.cutShort, m.streamOverruns, m.fillLagged, m.fillDetached, m.fillsOverLimit,
 		m.backgroundRevalidations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

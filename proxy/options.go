@@ -102,9 +102,10 @@ type Options struct {
 	// sliced bodies: each holds one slice buffer while it streams, plus,
 	// for an object without a strong validator, the slices it reads before
 	// its status line (at most FillWindow; see sliceSource). A response
-	// that finds no room waits up to StreamWait, then is answered 503 with
-	// Retry-After; a read-ahead that finds no room is skipped. Default
-	// 256 MiB (configs sizes it from limits.memory).
+	// that finds no room waits up to StreamWait, then streams anyway (the
+	// bound is soft; counted in strata_stream_budget_overruns_total); a
+	// read-ahead that finds no room is skipped. Default 256 MiB (configs
+	// sizes it from limits.memory).
 	MaxStreamBytes int64
 	// StreamWait is how long a response waits for MaxStreamBytes room.
 	// Default 1s.

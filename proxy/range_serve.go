@@ -142,12 +142,7 @@ func (s *Server) serveFetched(ctx *fasthttp.RequestCtx, st *reqState, fr fetchRe
 	o := &sf.obj
 	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
 	b, err := s.acquireSlicedBody(st.key, o, rs, fr, !ctx.IsHead())
-	switch {
-	case err == errBusy:
-		sf.release()
-		s.failBusy(ctx)
-		return
-	case err != nil: // cannot happen: the fetch decoded it
+	if err != nil { // cannot happen: the fetch decoded it
 		sf.release()
 		s.fail(ctx, fasthttp.StatusInternalServerError, "proxy: bad record")
 		return

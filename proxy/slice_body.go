@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -28,16 +27,15 @@ var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
 // reading ranges rs (nil: all of it). fr's template (nil tmpl: nothing is
 // fetched) is owned by the body from now on, even on error. A body that
 // will stream (not for HEAD) first takes its slice buffer's bytes from
-// Server.bodies, waiting up to StreamWait: errBusy if none came.
+// Server.bodies, waiting up to StreamWait for room, then taking them
+// anyway (counted in strata_stream_budget_overruns_total).
 func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq, stream bool) (*slicedBody, error) {
 	var charge int64
 	if stream {
 		charge = int64(sliceHeaderLen + o.SliceSize)
 		if !s.bodies.acquire(charge, s.opts.StreamWait) {
-			if fr.tmpl != nil {
-				fasthttp.ReleaseRequest(fr.tmpl)
-			}
-			return nil, errBusy
+			s.bodies.force(charge)
+			s.m.streamOverruns.Inc()
 		}
 	}
 	b := slicedBodyPool.Get().(*slicedBody)
@@ -85,10 +83,7 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 		fr = s.fetchRequest(ctx, org, &st.rp)
 	}
 	b, err := s.acquireSlicedBody(st.key, o, rs, fr, !ctx.IsHead())
-	if err == errBusy {
-		s.failBusy(ctx)
-		return rangeServed
-	} else if err != nil {
+	if err != nil {
 		return rangeMissed
 	}
 	if !ctx.IsHead() {
@@ -103,14 +98,4 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 	}
 	s.writeRanges(ctx, o.Headers, age, code, &b.rangeBody, b, b.src.sf != nil, cs)
 	return rangeServed
-}
-
-// errBusy: no room in Options.MaxStreamBytes came within StreamWait.
-var errBusy = errors.New("proxy: too many large responses in flight")
-
-// failBusy answers 503 with Retry-After: the body's buffer could not be
-// had within StreamWait. Never stored.
-func (s *Server) failBusy(ctx *fasthttp.RequestCtx) {
-	s.fail(ctx, fasthttp.StatusServiceUnavailable, errBusy.Error())
-	ctx.Response.Header.Set("Retry-After", "1")
 }
