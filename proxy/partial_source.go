@@ -36,9 +36,9 @@ var (
 	// cannot be fetched from the origin (no strong validator, or a status
 	// other than 200), so the object cannot be served whole.
 	errSliceMissing = errors.New("proxy: a slice of the object is missing and cannot be fetched")
-	// errLeaseBudget: reading the body before the status line would pass
-	// a request's share or Options.MaxStreamBytes.
-	errLeaseBudget = errors.New("proxy: too many bodies held for their status lines")
+	// errLeaseBudget: the body is more than a response may read before
+	// its status line (FillWindow slices).
+	errLeaseBudget = errors.New("proxy: body too large to read before its status line")
 )
 
 // sliceSource reads a sliced (possibly partial) object at increasing
@@ -59,8 +59,9 @@ var (
 // response streams) is fetched the same way, so only an origin failing or
 // changing in that window ends a response short. Any other object has
 // every slice it will send read into buffers of its own first (leased,
-// up to FillWindow slices a response, within Options.MaxStreamBytes in
-// all), and a missing one makes the request a miss. A body too large to
+// up to FillWindow slices a response, from Options.MaxStreamBytes, waiting
+// for room as the stream buffer does), and a missing one makes the request
+// a miss. A body too large to
 // lease is only probed: a slice lost after the probe cuts it short
 // (counted), the price of not fetching a large object whole again on
 // every hit.
@@ -159,8 +160,9 @@ func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok
 }
 
 // lease reads every slice the ranges rs cover into slabs of r's own:
-// errLeaseBudget (nothing done) when they are more than FillWindow slices
-// or would pass MaxStreamBytes, errSliceMissing when one is not there.
+// errLeaseBudget (nothing done) when they are more than FillWindow slices,
+// errSliceMissing when one is not there. Its bytes come from
+// MaxStreamBytes, waiting up to StreamWait for room, then taken anyway.
 func (r *sliceSource) lease(rs []byterange.Range) error {
 	sz := int64(r.obj.SliceSize)
 	var n int64
@@ -170,8 +172,9 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 	if n > int64(r.s.opts.FillWindow)*sz {
 		return errLeaseBudget
 	}
-	if !r.s.bodies.tryAcquire(n) {
-		return errLeaseBudget
+	if !r.s.bodies.acquire(n, r.s.opts.StreamWait) {
+		r.s.bodies.force(n) // soft, as the stream buffer: see bodyBudget
+		r.s.m.streamOverruns.Inc()
 	}
 	r.leasedN = n
 	for _, rg := range rs {
