@@ -24,6 +24,12 @@ type ioRuntime struct {
 	stopCh    chan struct{}
 	wg        sync.WaitGroup
 	abandoned atomic.Int64 // jobs whose Get timed out, not yet let go by a worker
+	// busy holds, per worker, when its current read or write began (Unix
+	// ns, 0 when idle): a read that times out is the device's failure only
+	// when some I/O has been held by the device for a while (deviceStuck),
+	// not when it waited behind many quick reads on a busy machine.
+	busy    []atomic.Int64
+	spawned int
 }
 
 // readJob is one Get handed to a read worker. Jobs are pooled, each
@@ -70,6 +76,7 @@ func (j *readJob) free() {
 func newIORuntime(e *Engine) *ioRuntime {
 	rt := &ioRuntime{e: e, stopCh: make(chan struct{})}
 	o := &e.opts
+	rt.busy = make([]atomic.Int64, o.ReadWorkers+o.WriteWorkers)
 	switch o.Runtime {
 	case RuntimeUnified:
 		rt.reads = make(chan *readJob, o.ReadQueue)
@@ -87,21 +94,26 @@ func newIORuntime(e *Engine) *ioRuntime {
 func (rt *ioRuntime) spawn(n int, reads chan *readJob, writes chan *buf) {
 	for range n {
 		rt.wg.Add(1)
-		go rt.worker(reads, writes)
+		go rt.worker(&rt.busy[rt.spawned], reads, writes)
+		rt.spawned++
 	}
 }
 
 // worker serves reads and/or writes (a nil channel is never ready) until
 // stop, then lets go of the read jobs still queued (their Gets timed out).
 // REQUIRES at stop: no write is queued (Close waits for flushers first).
-func (rt *ioRuntime) worker(reads chan *readJob, writes chan *buf) {
+func (rt *ioRuntime) worker(busy *atomic.Int64, reads chan *readJob, writes chan *buf) {
 	defer rt.wg.Done()
 	for {
 		select {
 		case j := <-reads:
+			busy.Store(time.Now().UnixNano())
 			rt.serveRead(j)
+			busy.Store(0)
 		case b := <-writes:
+			busy.Store(time.Now().UnixNano())
 			rt.doWrite(b)
+			busy.Store(0)
 		case <-rt.stopCh:
 			rt.drain(reads)
 			return
@@ -231,8 +243,24 @@ func (rt *ioRuntime) abandon(j *readJob) bool {
 		return false
 	}
 	rt.e.c.readTimeouts.Add(1)
-	rt.e.deviceFailed("disk: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
+	if rt.deviceStuck() {
+		rt.e.deviceFailed("disk: disk read timed out; served as a miss", "timeout", rt.e.opts.ReadTimeout)
+	}
 	return true
+}
+
+// deviceStuck reports whether some worker's current I/O has been with the
+// device for more than half of ReadTimeout. A read that times out without
+// that waited behind other reads (an overloaded machine or pool) and is
+// not held against the device's health.
+func (rt *ioRuntime) deviceStuck() bool {
+	since := time.Now().Add(-rt.e.opts.ReadTimeout / 2).UnixNano()
+	for i := range rt.busy {
+		if t := rt.busy[i].Load(); t != 0 && t <= since {
+			return true
+		}
+	}
+	return false
 }
 
 func (rt *ioRuntime) stop() {

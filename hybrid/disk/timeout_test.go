@@ -257,3 +257,48 @@ func TestCloseReclaimerWaitsForHungReader(t *testing.T) {
 	dev.Clear()
 	waitStopped(t, e)
 }
+
+// steadyDev answers every read after d: slow, never stuck.
+type steadyDev struct {
+	blockdev.Device
+	d time.Duration
+}
+
+func (s *steadyDev) ReadAt(p []byte, off int64) (int, error) {
+	time.Sleep(s.d)
+	return s.Device.ReadAt(p, off)
+}
+
+// TestQueuedTimeoutsKeepDiskInService: reads that time out waiting behind
+// other reads of a device that answers each in 10 ms are misses, but not
+// the device's failures: it stays in service. A device that holds a read
+// past the deadline (hung) is taken out with the same limits.
+func TestQueuedTimeoutsKeepDiskInService(t *testing.T) {
+	o := testOpts()
+	o.ReadTimeout, o.ErrorLimit, o.ErrorWindow = 40*time.Millisecond, 3, time.Minute
+	dev := &steadyDev{Device: newMem(t, 16<<20)}
+	e := openT(t, dev, o)
+	defer closeT(t, e)
+	insertAll(t, e, "s", 8, 1, 300)
+	dev.d = 10 * time.Millisecond
+	var wg sync.WaitGroup
+	for g := range 8 * o.ReadWorkers {
+		wg.Go(func() { e.Get(keyN("s", g%8), nil) })
+	}
+	wg.Wait()
+	s := e.Stats()
+	if s.ReadTimeouts <= uint64(o.ErrorLimit) || s.OutOfService != 0 || e.health.down() {
+		t.Fatalf("timeouts %d, out of service %d (down %v): want more timeouts than ErrorLimit, none held against the device",
+			s.ReadTimeouts, s.OutOfService, e.health.down())
+	}
+	waitFor(t, "abandoned reads to be let go", func() bool { return e.Stats().AbandonedReads == 0 })
+
+	hung, hdev, _, id := faultAfter(t, o, "h", 4, hangReads)
+	t.Cleanup(func() { hdev.Remove(id) }) // before faultAfter's Close
+	for i := 0; !hung.health.down(); i++ {
+		if i == 100 {
+			t.Fatal("a hung device was not taken out of service after 100 timed-out reads")
+		}
+		hung.Get(keyN("h", i%4), nil)
+	}
+}
