@@ -57,8 +57,10 @@ import (
 // because the origin is faster than its client. While the object is being
 // stored that wait is bounded by FillLagWait per reader: a reader that held
 // the fill back that long is detached and goes on alone, reading slices
-// back from the store; if the store dropped one it fails with
-// ErrFillLagged and its client sees a closed connection. When the object
+// back from the store; if the store dropped one it waits for the fill to
+// commit and reads on from the record, fetching missing slices as a hit
+// does (fillReader.resume); only when that fails does it end with
+// ErrFillLagged and its client see a closed connection. When the object
 // is not stored (it grew past MaxObjectSize) the wait is unbounded, and the
 // fill stops when no reader is left. Memory per fill is at most
 // FillWindow × (SliceSize + slice header), and at most MaxFills fills run at
@@ -91,6 +93,9 @@ type fill struct {
 	large    bool // counted in Server.nlarge (takeLarge)
 	lagTimer *time.Timer
 	expiry   time.Time
+	// digests: the digest of every slice offered to the store, for an
+	// object without a strong validator (slice_digest.go); nil otherwise.
+	digests []byte
 }
 
 type fillState uint8
@@ -245,6 +250,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 		s.pass(ctx, o, cs)
 		return
 	}
+	r.withClient(ctx, o)
 	resp := &ctx.Response
 	resp.SetStatusCode(f.obj.Status)
 	writeHeaders(&resp.Header, f.obj.Headers)
@@ -399,6 +405,9 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 		f.declared = 0 // whatever Content-Length says (RFC 9110 §8.6)
 	}
 	f.expiry = f.s.storeExpiry(si, respTime)
+	if o.Status == fasthttp.StatusOK && !hasValidator(o) {
+		f.digests = make([]byte, 0, 64)
+	}
 	w := f.s.opts.FillWindow
 	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
 	for i := range f.slotIdx {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -135,6 +136,9 @@ func (f *fill) insertSlice(idx int) {
 	}
 	data := slot[sliceHeaderLen:]
 	appendSliceHeader(slot[:0], f.obj.Gen, idx, data)
+	if f.digests != nil {
+		f.digests = binary.BigEndian.AppendUint64(f.digests, sliceDigest(data))
+	}
 	var kb [256]byte
 	f.s.store.Insert(sliceKey(kb[:0], f.skey, idx), slot, f.expiry)
 	f.mu.Lock()
@@ -159,6 +163,9 @@ func (f *fill) finish() error {
 			}
 		} else {
 			f.insertSlice(int((n - 1) / sz))
+			if len(f.digests) == 8*f.obj.slices() { // nil with a validator
+				f.obj.Digests = f.digests
+			}
 		}
 		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
 		rec = appendObject(rec[:0], &f.obj)

@@ -1,7 +1,13 @@
 package proxy
 
 import (
+	"errors"
+	"fmt"
 	"io"
+
+	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 // fillReader streams a shared fill's body to one client. fasthttp calls
@@ -16,6 +22,11 @@ type fillReader struct {
 	// detached: the fill stopped waiting for this reader (it held a
 	// stored fill back for FillLagWait). Guarded by f.mu.
 	detached bool
+	// ctx and org let a reader that fell behind go on from the committed
+	// record (resume); src is that record's source once it did.
+	ctx *fasthttp.RequestCtx
+	org *origin
+	src *sliceSource
 }
 
 // newReader registers a reader at position 0, converting the caller's
@@ -37,6 +48,9 @@ func (f *fill) newReader() *fillReader {
 // Read implements io.Reader. A fill failure is returned as the error, so
 // fasthttp closes the client connection without completing the body.
 func (r *fillReader) Read(p []byte) (int, error) {
+	if r.src != nil {
+		return r.resume(p)
+	}
 	f := r.f
 	sz := int64(f.s.opts.SliceSize)
 	f.mu.Lock()
@@ -101,8 +115,7 @@ func (r *fillReader) readStored(p []byte, idx, off int) (int, error) {
 		r.scratch = v[:0]
 		data, err := decodeSlice(v, f.obj.Gen, idx, f.s.opts.SliceSize)
 		if !ok || err != nil {
-			f.s.m.fillLagged.Inc()
-			return 0, ErrFillLagged
+			return r.resume(p)
 		}
 		r.scratch, r.scIdx = v, idx
 		_ = data
@@ -112,6 +125,86 @@ func (r *fillReader) readStored(p []byte, idx, off int) (int, error) {
 	r.advance(n)
 	f.mu.Unlock()
 	return n, nil
+}
+
+// withClient lets r go on from the committed record when it falls behind:
+// ctx is the client request r's body answers (valid until fasthttp has
+// written the response, when it closes r), org its origin.
+func (r *fillReader) withClient(ctx *fasthttp.RequestCtx, org *origin) *fillReader {
+	r.ctx, r.org = ctx, org
+	return r
+}
+
+var errNoRecord = errors.New("proxy: the fill's record is not in the store")
+
+// resume reads on at r.pos from the fill's committed record, for a reader
+// whose slice left the window and is not in the store (dropped by
+// admission or the disk's write queue, evicted): it waits, no longer
+// holding the fill back, for the fill to commit, then reads the record's
+// slices from the store and fetches missing ones with Range requests
+// checked against the record's validator or slice digests
+// (slice_digest.go), as a stored hit does. Only when that cannot be done
+// (the fill failed or was not stored, the record changed or was evicted
+// meanwhile, the object has neither validator nor digests, the origin
+// fails or changes) does the client get ErrFillLagged, counted, and a
+// closed connection.
+func (r *fillReader) resume(p []byte) (int, error) {
+	f := r.f
+	if r.src == nil {
+		if err := r.openRecord(); err != nil {
+			f.s.m.fillLagged.Inc()
+			return 0, fmt.Errorf("%w: %v", ErrFillLagged, err)
+		}
+	}
+	if r.pos >= r.src.obj.BodyLen {
+		return 0, io.EOF
+	}
+	n, err := r.src.readAt(p, r.pos, r.src.obj.BodyLen)
+	if err != nil {
+		f.s.m.fillLagged.Inc()
+		return n, fmt.Errorf("%w: %v", ErrFillLagged, err)
+	}
+	f.mu.Lock()
+	r.pos += int64(n) // readAt counted the bytes served
+	f.mu.Unlock()
+	if r.pos >= r.src.obj.BodyLen {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// openRecord waits for the fill to commit and opens a source on its record.
+func (r *fillReader) openRecord() error {
+	f := r.f
+	f.mu.Lock()
+	if !r.detached {
+		r.detached = true
+		f.cond.Broadcast() // the fill may be waiting for us
+	}
+	for !f.done && f.err == nil {
+		f.cond.Wait()
+	}
+	err := f.err
+	f.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case r.ctx == nil:
+		return errNoRecord
+	}
+	var kb [256]byte
+	rec, _, ok := f.s.store.Get(metaKey(kb[:0], f.skey), nil)
+	var o object
+	if !ok || decodeObject(&o, rec) != nil || o.Gen != f.obj.Gen || !o.refetchable() {
+		return errNoRecord
+	}
+	src := new(sliceSource)
+	if err := src.init(f.s, f.skey, &o, f.s.fetchRequest(r.ctx, r.org, &httpcache.RequestPolicy{})); err != nil {
+		src.close()
+		return err
+	}
+	r.src = src
+	return nil
 }
 
 // Close unregisters the reader and drops its reference to the fill.
@@ -135,6 +228,11 @@ func (r *fillReader) Close() error {
 	f.mu.Unlock()
 	putSlab(r.scratch)
 	r.scratch = nil
+	if r.src != nil {
+		r.src.close()
+		r.src = nil
+	}
+	r.ctx, r.org = nil, nil
 	f.release()
 	return nil
 }

@@ -138,12 +138,17 @@ func TestLargeObjectSlices(t *testing.T) {
 	if !bytes.Equal(r.Body(), body) {
 		t.Fatalf("hit body differs (%d bytes)", len(r.Body()))
 	}
-	// A missing slice: the first one makes the request a miss.
+	// A missing slice: its Range request is answered 200 (this origin
+	// ignores Range), which refills the object whole; the request joins
+	// that fill.
 	p.store.Remove(sliceKey(nil, httpcache.BuildKey(nil, []byte("http"), requestFor("/big"), &p.srv.opts.Key), 0))
 	r = p.get("/big")
-	expectHeader(t, r, "Cache-Status", "strata; fwd=miss; stored")
-	if p.hits.Load() != 2 {
-		t.Fatalf("origin saw %d requests, want 2", p.hits.Load())
+	// (Should the refill end before the request joins it, the request
+	// fills again: "fwd=miss; stored", a third origin request.)
+	cs := string(r.Header.Peek("Cache-Status"))
+	if !bytes.Equal(r.Body(), body) || (cs != "strata; fwd=uri-miss; stored; collapsed" || p.hits.Load() != 2) &&
+		(cs != "strata; fwd=miss; stored" || p.hits.Load() != 3) {
+		t.Fatalf("refill: %q, origin saw %d requests, body of %d bytes", cs, p.hits.Load(), len(r.Body()))
 	}
 }
 

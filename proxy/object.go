@@ -72,6 +72,12 @@ const (
 	// before this flag refuse it (unknown flag bits), cleanly.
 	flagPartial
 	flagNoCache // response no-cache: every use revalidates
+	// flagDigests: the record lists an xxhash64 of every body slice
+	// (slice_digest.go), so that a slice of an object without a strong
+	// validator can be fetched again with a Range request and its bytes
+	// proved to be the ones first stored. Decoders before this flag refuse
+	// it (unknown flag bits): a clean miss.
+	flagDigests
 )
 
 type headerKV struct{ Key, Value []byte }
@@ -90,6 +96,7 @@ type object struct {
 	Partial                                                bool // flagPartial
 	ETag, Vary, VariantKey                                 []byte
 	Headers                                                []headerKV
+	Digests                                                []byte // flagDigests: 8 bytes per slice, big-endian xxhash64
 	Body                                                   []byte // inline body, when BodyLen <= SliceSize
 }
 
@@ -130,6 +137,9 @@ func appendObject(dst []byte, o *object) []byte {
 	for _, h := range o.Headers {
 		dst = appendBytes(appendBytes(dst, h.Key), h.Value)
 	}
+	if o.hasDigests() {
+		dst = append(dst, o.Digests...)
+	}
 	sum := crc32.Checksum(dst[start:], crcTable)
 	if o.inline() {
 		dst = append(dst, o.Body[:o.BodyLen]...)
@@ -153,6 +163,9 @@ func (o *object) flags() byte {
 	}
 	if o.NoCache {
 		f |= flagNoCache
+	}
+	if o.hasDigests() {
+		f |= flagDigests
 	}
 	return f
 }
@@ -209,12 +222,17 @@ func (o *object) decodeFixed(b []byte) error {
 	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
 	o.Partial = flags&flagPartial != 0
 	o.NoCache = flags&flagNoCache != 0
+	o.Digests = nil
+	if flags&flagDigests != 0 {
+		o.Digests = b[:0] // non-nil: decodeVar takes the digests
+	}
 	o.Status = int(binary.BigEndian.Uint16(b[5:]))
 	o.Gen = binary.BigEndian.Uint64(b[7:])
 	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
 	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
 	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
-		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>5 != 0 {
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>6 != 0 ||
+		(o.Digests != nil && (o.inline() || o.Status != 200)) {
 		return fmt.Errorf("%w: record fields", ErrCorrupt)
 	}
 	p := 27
@@ -260,6 +278,13 @@ func (o *object) decodeVar(rec []byte, off int) (int, error) {
 			return 0, fmt.Errorf("%w: header value", ErrCorrupt)
 		}
 		o.Headers = append(o.Headers, h)
+	}
+	if o.Digests != nil {
+		n := 8 * int64(o.slices())
+		if n > int64(len(b)) {
+			return 0, fmt.Errorf("%w: slice digests", ErrCorrupt)
+		}
+		o.Digests, b = b[:n:n], b[n:]
 	}
 	metaLen := len(rec) - len(b)
 	o.Body = nil

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"testing"
 	"time"
@@ -26,9 +27,26 @@ func sampleObject(bodyLen int) *object {
 	return o
 }
 
+// digestObject is a sliced object without a validator that lists its
+// slices' digests.
+func digestObject(bodyLen int) *object {
+	o := sampleObject(bodyLen)
+	o.ETag, o.LastModified = nil, time.Time{}
+	for i := range o.slices() {
+		o.Digests = binary.BigEndian.AppendUint64(o.Digests, uint64(i+1)*0x0101010101010101)
+	}
+	return o
+}
+
 func TestObjectRoundTrip(t *testing.T) {
-	for _, n := range []int{0, 1, 16, 17, 1000} {
-		in := sampleObject(n)
+	for _, n := range []int{0, 1, 16, 17, 1000, -17, -1000} {
+		var in *object
+		if n < 0 { // with slice digests
+			n = -n
+			in = digestObject(n)
+		} else {
+			in = sampleObject(n)
+		}
 		b := appendObject([]byte("prefix"), in)[len("prefix"):]
 		var out object
 		if err := decodeObject(&out, b); err != nil {
@@ -133,6 +151,7 @@ func FuzzDecodeObject(f *testing.F) {
 	for _, n := range []int{0, 5, 40} {
 		f.Add(appendObject(nil, sampleObject(n)))
 	}
+	f.Add(appendObject(nil, digestObject(40)))
 	f.Add([]byte("STO\x01"))
 	f.Add([]byte("STO\x02"))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -13,20 +13,22 @@ import (
 // Sliced bodies: whole or not at all.
 //
 // A 200 promises Content-Length, so a sliced body is settled before its status
-// line (sliceSource.prepare). An object that is a 200 with a strong validator
-// has every slice the response covers probed in the store (Store.Contains, no
+// line (sliceSource.prepare). An object that can have a slice fetched again (a
+// 200 with a strong validator, or with slice digests: slice_digest.go) has
+// every slice the response covers probed in the store (Store.Contains, no
 // copy); the first missing one is fetched from the origin with a Range request
-// whose answer must name the record's validator, size and slice size, else the
-// request is a miss. A slice lost while the body streams (evicted, or found
-// damaged when read) is fetched the same way. Any other object cannot have a
-// slice fetched again, so every slice the response covers is read into buffers
-// of its own first (up to FillWindow slices, within MaxStreamBytes) and one
-// missing makes the request a miss. What remains: an origin that fails or
-// changes while a lost slice is fetched mid-body, and a slice lost after the
-// probe of a body without a validator too large to read first; that response
-// ends short (counted in strata_responses_cut_short_total) and fasthttp closes
-// the connection. Fetching such an object whole again on every hit would cost
-// more than the rare cut.
+// whose answer must name the record's validator, size and slice size (with
+// digests: whose bytes must match the slice's digest, waited for before the
+// status line), else the request is a miss. A slice lost while the body
+// streams (evicted, or found damaged when read) is fetched the same way. Any
+// other object (a record written before digests, a status other than 200)
+// cannot have a slice fetched again, so every slice the response covers is
+// read into buffers of its own first (up to FillWindow slices, within
+// MaxStreamBytes) and one missing makes the request a miss. What remains: an
+// origin that fails or changes while a lost slice is fetched mid-body, and a
+// slice lost after the probe of such an unfetchable body too large to read
+// first; that response ends short (counted in strata_responses_cut_short_total)
+// and fasthttp closes the connection.
 
 var (
 	// errRangeIgnored: a slice fetch found the origin answering 200 to a
@@ -49,8 +51,9 @@ var (
 // the end of the range being served otherwise. A fetch whose response
 // names another validator than the record's fails the read with
 // errChanged: bytes of two versions are never mixed in one response.
-// Slices may be fetched only for a 200 with a strong validator
-// (fetchable); for any other object a missing slice is errSliceMissing.
+// Slices may be fetched only for a 200 with a strong validator or slice
+// digests (fetchable); for any other object a missing slice is
+// errSliceMissing.
 //
 // prepare runs before the status line and settles what it can. For a
 // fetchable object every slice is probed in the store, and the first
@@ -103,7 +106,7 @@ func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error 
 		return err
 	}
 	r.fr.rec = &r.obj
-	r.fetchable = fr.tmpl != nil && r.obj.Status == fasthttp.StatusOK && hasValidator(&r.obj)
+	r.fetchable = fr.tmpl != nil && r.obj.refetchable()
 	return nil
 }
 
@@ -141,7 +144,15 @@ func (r *sliceSource) prepare(rs []byterange.Range) error {
 	case !r.fetchable:
 		return fmt.Errorf("%w: slice %d", errSliceMissing, i)
 	}
-	return r.load(i, end)
+	if err := r.load(i, end); err != nil {
+		return err
+	}
+	if r.sf != nil && r.sf.digests {
+		// The answer's headers prove nothing without a validator: wait
+		// for the slice's bytes to match its digest.
+		return r.sf.waitChecked(i)
+	}
+	return nil
 }
 
 // firstMissing returns the first slice the ranges rs cover that the store
@@ -318,7 +329,7 @@ func (r *sliceSource) useFetch(sf *sliceFetch) error {
 	case fetchRedirect:
 		return errRangeIgnored
 	}
-	if sf.obj.BodyLen != r.obj.BodyLen || sf.obj.SliceSize != r.obj.SliceSize || !sameValidator(&sf.obj, &r.obj) {
+	if sf.obj.BodyLen != r.obj.BodyLen || sf.obj.SliceSize != r.obj.SliceSize || !sameRepresentation(&sf.obj, &r.obj) {
 		return errChanged
 	}
 	return nil

@@ -195,7 +195,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.pass(ctx, o, cs)
 		return
 	}
-	b := &rangeBody{src: &fillSource{r: r}, ranges: rs, size: f.declared, m: s.m}
+	b := &rangeBody{src: &fillSource{r: r.withClient(ctx, o)}, ranges: rs, size: f.declared, m: s.m}
 	s.writeRanges(ctx, f.obj.Headers, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)), code, b, b, true, cs)
 }
 

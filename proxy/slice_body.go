@@ -75,7 +75,7 @@ func (b *slicedBody) Close() error {
 func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte, rs []byterange.Range, code int, cs cacheStatus) rangeOutcome {
 	o := &st.obj
 	var fr fetchReq
-	if o.Status == fasthttp.StatusOK && hasValidator(o) {
+	if o.refetchable() {
 		org := s.router.pick(ctx.Request.Header.Host())
 		if org == nil {
 			return rangeMissed

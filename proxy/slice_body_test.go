@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
@@ -74,19 +75,21 @@ func TestSlicedHit(t *testing.T) {
 // TestSlicedHitWholeOrMiss: a stored sliced object whose later slice is
 // gone is served whole or taken as a miss, never cut short where it can
 // be helped. A slice missing before the status line is fetched from the
-// origin with a Range request when the object has a strong validator; an
-// object without one has its slices read before the status line, and one
-// missing makes the request a clean miss (a whole refill). A slice that
-// the probe saw but that cannot be read (damaged on disk) is fetched
-// mid-body; only when that fetch fails too, or the object has no
-// validator and is too large to read first, is the response cut short,
-// counted.
+// origin with a Range request when the object has a strong validator or
+// slice digests (an object without a validator stored since digests); an
+// object with neither (a record from before digests) has its slices read
+// before the status line, and one missing makes the request a clean miss
+// (a whole refill). A slice that the probe saw but that cannot be read
+// (damaged on disk) is fetched mid-body; only when that fetch fails too,
+// or the object has neither and is too large to read first, is the
+// response cut short, counted.
 func TestSlicedHitWholeOrMiss(t *testing.T) {
 	const lost = 2 // slice index removed or made unreadable
 	rng := fmt.Sprintf("bytes=%d-%d", lost*testSlice, (lost+1)*testSlice-1)
 	for _, tc := range []struct {
 		name      string
 		etag      bool
+		undigest  bool // strip the record's slice digests (a record written before them)
 		unread    bool // Contains yes, Get misses (found damaged when read)
 		failRange bool // the origin answers Range requests 503
 		status    string
@@ -94,14 +97,18 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 		cutShort  bool
 		window    int // FillWindow: the slices a response may lease (the object has 5); 0 the default
 	}{
-		{"evicted, validator", true, false, false, "strata; hit; detail=memory", rng, false, 0},
-		{"evicted, no validator", false, false, false, "strata; fwd=miss; stored", "", false, 8},
-		{"unreadable, validator", true, true, false, "strata; hit; detail=memory", rng, false, 0},
-		{"unreadable, no validator", false, true, false, "strata; fwd=miss; stored", "", false, 8},
-		{"evicted, validator, range refused", true, false, true, "strata; fwd=miss", "*", false, 0},
-		{"unreadable, validator, range refused", true, true, true, "", rng, true, 0},
-		{"evicted, no validator, too large to lease", false, false, false, "strata; fwd=miss; stored", "", false, 2},
-		{"unreadable, no validator, too large to lease", false, true, false, "", "", true, 2},
+		{"evicted, validator", true, false, false, false, "strata; hit; detail=memory", rng, false, 0},
+		{"evicted, digests", false, false, false, false, "strata; hit; detail=memory", rng, false, 8},
+		{"evicted, neither", false, true, false, false, "strata; fwd=miss; stored", "", false, 8},
+		{"unreadable, validator", true, false, true, false, "strata; hit; detail=memory", rng, false, 0},
+		{"unreadable, digests", false, false, true, false, "strata; hit; detail=memory", rng, false, 8},
+		{"unreadable, neither", false, true, true, false, "strata; fwd=miss; stored", "", false, 8},
+		{"evicted, validator, range refused", true, false, false, true, "strata; fwd=miss", "*", false, 0},
+		{"unreadable, validator, range refused", true, false, true, true, "", rng, true, 0},
+		{"unreadable, digests, range refused", false, false, true, true, "", rng, true, 0},
+		{"evicted, digests, too large to lease", false, false, false, false, "strata; hit; detail=memory", rng, false, 2},
+		{"evicted, neither, too large to lease", false, true, false, false, "strata; fwd=miss; stored", "", false, 2},
+		{"unreadable, neither, too large to lease", false, true, true, false, "", "", true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ro := &rangeOrigin{size: 300 << 10, etag: tc.etag}
@@ -118,6 +125,16 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 			ro.failRange = tc.failRange
 			key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
 			sk := sliceKey(nil, key, lost)
+			if tc.undigest {
+				mk := metaKey(nil, key)
+				v, _, _ := p.store.Get(mk, nil)
+				var o object
+				if err := decodeObject(&o, v); err != nil || !o.hasDigests() {
+					t.Fatalf("record %v, digests %v", err, o.hasDigests())
+				}
+				o.Digests = nil
+				p.store.Insert(mk, appendObject(nil, &o), time.Time{})
+			}
 			if tc.unread {
 				p.store.Lose = func(k []byte) bool { return bytes.Equal(k, sk) }
 			} else {

@@ -55,8 +55,15 @@ type sliceFetch struct {
 	expiry   time.Time
 	bufs     [][]byte // slice first+k: header room + data received
 	received int64    // body bytes received, from first*sz
+	avail    int64    // of those, readable: all, or (digest mode) the checked slices
 	want     int64    // body bytes expected
 	done     bool
+	// base: a copy of the record the fetch completes when that record
+	// has slice digests and no strong validator (slice_digest.go); the
+	// 206 is then checked slice by slice against it. digests is set
+	// (borrowing obj) once the fetch runs in that mode.
+	base    []byte
+	digests bool
 }
 
 type fetchState uint8
@@ -162,6 +169,9 @@ func (s *Server) acquireFetch(key []byte, idx, limit int, fr *fetchReq, scratch 
 	}
 	sf := &sliceFetch{s: s, key: append([]byte(nil), key...), first: idx, sz: int64(s.opts.SliceSize), refs: 2}
 	sf.cond.L = &sf.mu
+	if fr.rec != nil && fr.rec.hasDigests() && !hasValidator(fr.rec) {
+		sf.base = appendObject(getSlab(objectFixedLen+len(fr.rec.Digests)+1024), fr.rec)
+	}
 	if s.fetches.join(key, idx, sf) != nil {
 		return s.acquireFetch(key, idx, limit, fr, scratch) // lost a race; join the winner
 	}
@@ -326,8 +336,22 @@ func (sf *sliceFetch) pumpBody(ctx context.Context, body io.Reader) error {
 		sf.bufs[k] = sf.bufs[k][:len(buf)+n]
 		sf.received += int64(n)
 		full := len(sf.bufs[k]) == hdr+room
-		sf.cond.Broadcast()
+		if !sf.digests {
+			sf.avail = sf.received
+			sf.cond.Broadcast()
+		}
+		b := sf.bufs[k]
 		sf.mu.Unlock()
+		if full && sf.digests {
+			// Only the fetch goroutine writes b; readers wait for avail.
+			if sliceDigest(b[hdr:]) != sf.obj.digest(sf.first+k) {
+				return fmt.Errorf("%w: slice %d does not match its digest", errChanged, sf.first+k)
+			}
+			sf.mu.Lock()
+			sf.avail = sf.received
+			sf.cond.Broadcast()
+			sf.mu.Unlock()
+		}
 		if full {
 			sf.insert(k)
 		}
@@ -394,7 +418,7 @@ func (sf *sliceFetch) readAt(p []byte, off int64) (int, error) {
 	rel := off - int64(sf.first)*sf.sz
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	for sf.received <= rel {
+	for sf.avail <= rel {
 		if sf.err != nil {
 			return 0, sf.err
 		}
@@ -406,6 +430,25 @@ func (sf *sliceFetch) readAt(p []byte, off int64) (int, error) {
 	k := rel / sf.sz
 	b := sf.bufs[k][sliceHeaderLen:]
 	return copy(p, b[rel-k*sf.sz:]), nil
+}
+
+// waitChecked blocks until slice i (of the run) is readable: in digest
+// mode, until its bytes matched its digest. It returns the fetch's error
+// if it failed first. REQUIRES: state fetchReady was seen.
+func (sf *sliceFetch) waitChecked(i int) error {
+	end := min(int64(i-sf.first+1)*sf.sz, sf.want)
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	for sf.avail < end {
+		if sf.err != nil {
+			return sf.err
+		}
+		if sf.done {
+			return fmt.Errorf("%w: slice %d past the fetched run", ErrTruncated, i)
+		}
+		sf.cond.Wait()
+	}
+	return nil
 }
 
 // release drops a reference; the last returns the buffers.
@@ -421,5 +464,6 @@ func (sf *sliceFetch) release() {
 		sf.bufs[i] = nil
 	}
 	putSlab(sf.rec)
-	sf.rec = nil
+	putSlab(sf.base)
+	sf.rec, sf.base = nil, nil
 }

@@ -35,14 +35,18 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 	}
 	var cand object
 	rec := sf.buildRecord(&cand, resp, &si, total, reqTime, respTime)
+	digests := false
 	if !hasValidator(&cand) {
 		putSlab(rec)
-		return errNoValidator
+		if rec, digests = sf.digestBase(total); !digests {
+			return errNoValidator
+		}
+	} else {
+		rec = s.adoptRecord(sf.key, rec, &cand)
 	}
-	rec = s.adoptRecord(sf.key, rec, &cand)
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	sf.rec = rec
+	sf.rec, sf.digests = rec, digests
 	if err := decodeObject(&sf.obj, sf.rec); err != nil {
 		return err // cannot happen: we encoded or checked it
 	}
@@ -53,6 +57,21 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 	sf.state = fetchReady
 	sf.cond.Broadcast()
 	return nil
+}
+
+// digestBase returns, for a 206 without a strong validator, the record
+// the fetch completes: its base, when that lists slice digests for an
+// object of total bytes (slice_digest.go). The record is not inserted
+// again: the answer proves bytes, not freshness.
+func (sf *sliceFetch) digestBase(total int64) ([]byte, bool) {
+	var o object
+	if sf.base == nil || decodeObject(&o, sf.base) != nil || !o.hasDigests() ||
+		o.BodyLen != total || int64(o.SliceSize) != sf.sz {
+		return nil, false
+	}
+	rec := sf.base
+	sf.base = nil
+	return rec, true
 }
 
 // buildRecord fills o as the partial record of the object a 206 is part
