@@ -199,7 +199,7 @@ func (r *fillReader) openRecord() error {
 		return errNoRecord
 	}
 	src := new(sliceSource)
-	if err := src.init(f.s, f.skey, &o, f.s.fetchRequest(r.ctx, r.org, &httpcache.RequestPolicy{})); err != nil {
+	if err := src.init(f.s, f.skey, &o, lazyFetchRequest(r.ctx, r.org, &httpcache.RequestPolicy{})); err != nil {
 		src.close()
 		return err
 	}

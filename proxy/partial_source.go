@@ -96,7 +96,8 @@ type leasedSlice struct {
 }
 
 // init makes r a source for the object o (copied) under key. fr's
-// template is owned by r from now on (it may be nil: nothing is fetched).
+// template (built now or on first use) is owned by r from now on; with no
+// origin (fr.o nil) nothing is fetched.
 func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
 	r.s, r.idx, r.data, r.sf = s, -1, nil, nil
 	r.key = append(r.key[:0], key...)
@@ -106,7 +107,7 @@ func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error 
 		return err
 	}
 	r.fr.rec = &r.obj
-	r.fetchable = fr.tmpl != nil && r.obj.refetchable()
+	r.fetchable = fr.o != nil && r.obj.refetchable()
 	return nil
 }
 
@@ -114,15 +115,35 @@ func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error 
 // send for this client request: the client's headers, minus conditionals
 // and Range, as a GET prepared for o.
 func (s *Server) fetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *httpcache.RequestPolicy) fetchReq {
+	fr := fetchReq{o: o, ctx: ctx, rp: *rp}
+	fr.template(s)
+	return fr
+}
+
+// lazyFetchRequest is fetchRequest with the template built only when a
+// fetch needs it (most sliced hits fetch nothing): from ctx, which must
+// then still hold the client's request (true while fasthttp writes the
+// response's body).
+func lazyFetchRequest(ctx *fasthttp.RequestCtx, o *origin, rp *httpcache.RequestPolicy) fetchReq {
+	return fetchReq{o: o, ctx: ctx, rp: *rp}
+}
+
+// template returns fr's origin request template, building it first if
+// needed.
+func (fr *fetchReq) template(s *Server) *fasthttp.Request {
+	if fr.tmpl != nil {
+		return fr.tmpl
+	}
 	req := fasthttp.AcquireRequest()
-	ctx.Request.Header.CopyTo(&req.Header)
+	fr.ctx.Request.Header.CopyTo(&req.Header)
 	for _, h := range fillDropped {
 		req.Header.DelBytes(h)
 	}
 	req.Header.DelBytes(httpcache.HeaderContentLength)
 	req.Header.SetMethod(fasthttp.MethodGet)
-	s.prepareOriginRequest(req, ctx, o)
-	return fetchReq{o: o, tmpl: req, rp: *rp}
+	s.prepareOriginRequest(req, fr.ctx, fr.o)
+	fr.tmpl, fr.ctx = req, nil
+	return req
 }
 
 // prepare is called before the status line of a response that will read
@@ -358,5 +379,6 @@ func (r *sliceSource) close() {
 		fasthttp.ReleaseRequest(r.fr.tmpl)
 		r.fr.tmpl = nil
 	}
+	r.fr.ctx = nil
 	r.fr.rec, r.s = nil, nil
 }

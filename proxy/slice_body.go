@@ -80,7 +80,7 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 		if org == nil {
 			return rangeMissed
 		}
-		fr = s.fetchRequest(ctx, org, &st.rp)
+		fr = lazyFetchRequest(ctx, org, &st.rp)
 	}
 	b, err := s.acquireSlicedBody(st.key, o, rs, fr, !ctx.IsHead())
 	if err != nil {

@@ -145,7 +145,8 @@ func (fm *fetchMap) leave(sf *sliceFetch) {
 // fetchReq is what a new fetch needs to ask the origin.
 type fetchReq struct {
 	o    *origin
-	tmpl *fasthttp.Request // the prepared origin request without Range; copied
+	tmpl *fasthttp.Request    // the prepared origin request without Range; copied
+	ctx  *fasthttp.RequestCtx // the client's, to build tmpl from when nil (template)
 	rp   httpcache.RequestPolicy
 	rec  *object // the record the caller serves from, nil when none
 }
@@ -198,7 +199,7 @@ func (s *Server) acquireFetch(key []byte, idx, limit int, fr *fetchReq, scratch 
 	}
 	sf.last = last
 	req := fasthttp.AcquireRequest()
-	fr.tmpl.CopyTo(req)
+	fr.template(s).CopyTo(req)
 	var rb [64]byte
 	r := append(rb[:0], "bytes="...)
 	r = strconv.AppendInt(r, int64(idx)*sf.sz, 10)
