@@ -392,3 +392,65 @@ func (fm *fetchMap) idle() bool {
 	}
 	return true
 }
+
+// TestRangeFarAheadOfFillPassed: a Range request starting far past what a
+// whole-object fill has received is answered by the origin at once (its
+// Range passed on), not made to wait for the fill; one close to it waits
+// and reads from the fill. The fill stores the object either way.
+func TestRangeFarAheadOfFillPassed(t *testing.T) {
+	body := bigBody(600 << 10)
+	g := newGate()
+	var mu sync.Mutex
+	var ranges []string
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ranges = append(ranges, r.Header.Get("Range"))
+		mu.Unlock()
+		w.Header().Set("Cache-Control", "max-age=60")
+		if r.Header.Get("Range") != "" {
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body)) // no validator
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body[:10])
+		w.(http.Flusher).Flush()
+		g.wait()
+		_, _ = w.Write(body[10:])
+	}, func(o *Options) { o.SliceSize = testSlice; o.FillWindow = 2 })
+	p.srv.joinAhead = 128 << 10
+	whole := make(chan []byte)
+	go func() {
+		resp := p.get("/obj")
+		whole <- append([]byte(nil), resp.Body()...)
+		releaseResp(resp)
+	}()
+	waitFor(t, func() bool {
+		f := p.srv.fills.joinExisting(keyOf(p, "/obj"))
+		if f == nil {
+			return false
+		}
+		f.mu.Lock()
+		started := f.received > 0
+		f.mu.Unlock()
+		f.release()
+		return started
+	})
+	if cs := getRange(t, p, "500000-500099", body); cs != "strata; fwd=uri-miss" {
+		t.Errorf("far range: Cache-Status %q", cs)
+	}
+	near := make(chan string)
+	go func() { near <- getRange(t, p, "1000-1099", body) }()
+	waitFor(t, func() bool { return p.waiters("/obj") >= 2 })
+	g.open()
+	if cs := <-near; cs != "strata; fwd=uri-miss; stored; collapsed" {
+		t.Errorf("near range: Cache-Status %q", cs)
+	}
+	if b := <-whole; !bytes.Equal(b, body) {
+		t.Fatalf("whole body: %d bytes", len(b))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(ranges) != "[ bytes=500000-500099]" {
+		t.Fatalf("origin saw %q", ranges)
+	}
+}

@@ -175,6 +175,7 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.pass(ctx, o, cs)
 		return
 	}
+	fwd := cs
 	cs = f.status(cs, leader)
 	if f.declared < 0 {
 		s.serveFill(ctx, f, o, cs)
@@ -190,13 +191,38 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.writeUnsatisfied(ctx, f.declared, cs)
 		return
 	}
+	if f.farAhead(rs[0].Start) {
+		// The fill would keep this client waiting for every byte before
+		// its range: the origin answers the range itself, and the fill
+		// goes on storing the object without it.
+		f.release()
+		s.pass(ctx, o, fwd)
+		return
+	}
 	r := f.newReaderAt(rs[0].Start)
 	if r == nil {
-		s.pass(ctx, o, cs)
+		s.pass(ctx, o, fwd)
 		return
 	}
 	b := &rangeBody{src: &fillSource{r: r.withClient(ctx, o)}, ranges: rs, size: f.declared, m: s.m}
 	s.writeRanges(ctx, f.obj.Headers, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)), code, b, b, true, cs)
+}
+
+// fillJoinAhead is how far past a whole-object fill's progress a Range
+// request may start and still wait for the fill (at least FillWindow
+// slices): 64 MiB arrive in well under a second from an origin worth
+// caching in front of. Further ahead, the client would wait for every
+// byte before its range (seconds, for random ranges of a large object
+// fetched whole because it has no validator), so its range is passed to
+// the origin instead while the fill goes on.
+const fillJoinAhead = 64 << 20
+
+// farAhead reports whether pos is more than joinAhead past what the fill
+// has received.
+func (f *fill) farAhead(pos int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return pos > f.received+f.s.joinAhead
 }
 
 // rangeProbe returns the first byte a Range value asks for and the end

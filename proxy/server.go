@@ -32,9 +32,13 @@ type Server struct {
 	vlocks  variantLocks
 	nfills  atomic.Int64
 	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
-	bodies  bodyBudget   // buffers of responses streaming stored sliced bodies (MaxStreamBytes)
-	pool    sync.Pool    // *reqState
-	purges  purges
+	// joinAhead: a Range request whose first byte is further than this
+	// past what a whole-object fill has received is passed to the origin
+	// rather than made to wait for the fill (serveFillRanged).
+	joinAhead int64
+	bodies    bodyBudget // buffers of responses streaming stored sliced bodies (MaxStreamBytes)
+	pool      sync.Pool  // *reqState
+	purges    purges
 
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
@@ -86,6 +90,7 @@ func New(store Store, opts Options) (*Server, error) {
 	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.bodies.init(opts.MaxStreamBytes)
+	s.joinAhead = max(fillJoinAhead, int64(opts.FillWindow)*int64(opts.SliceSize))
 	s.fills.init()
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()
