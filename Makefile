@@ -22,7 +22,7 @@ build:
 
 # The benchmarks are a Go module of their own (bench/go.mod), so that
 # their plotting and histogram libraries stay out of strata's module graph.
-BENCH_CMDS := peerbench hybrid-bench engine-bench blockdev-bench
+BENCH_CMDS := peerbench hybrid-bench engine-bench blockdev-bench barehandler
 build-bench:
 	@mkdir -p $(BIN)
 	cd bench && $(GO) build -o ../$(BIN)/ $(addprefix ./,$(BENCH_CMDS))
