@@ -118,11 +118,16 @@ bench-engine:
 	  $(BIN)/engine-bench -dir $$base -time $(ENGINETIME) -rounds $(ENGINEROUNDS)
 
 # bench-peers: strata beside nginx proxy_cache, Varnish and Traffic Server
-# on the sample origin; installs the peers and wrk if missing.
-# SCENARIOS=1a,3 runs a subset; empty runs all.
+# on the sample origin, with the bare fasthttp handler as the reference
+# ceiling; installs the peers and wrk if missing. Prints CPU per request
+# per system and a summary table (strata ÷ best peer per scenario).
+# SCENARIOS=1a,3 runs a subset, SYSTEMS=strata,bare,nginx some systems;
+# empty runs all. PEERS_ARGS passes more flags (-duration 3s, -mem ...).
 SCENARIOS ?=
+SYSTEMS ?=
+PEERS_ARGS ?=
 bench-peers: build build-bench
-	$(BIN)/peerbench -scenarios "$(SCENARIOS)"
+	$(BIN)/peerbench -scenarios "$(SCENARIOS)" -systems "$(SYSTEMS)" $(PEERS_ARGS)
 
 # bench-hybrid runs bench/hybrid-bench's standard workload, scaled to a
 # 2-core machine, once per runtime mode on one temporary file (on a real

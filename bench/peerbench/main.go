@@ -101,6 +101,7 @@ type runner struct {
 	ps        procs
 	cgroups   []*cgroup
 	origin    *builtinOrigin
+	originBin *proc // bin/origin, when it is the origin
 	originURL string
 	live      []*running
 	rep       *report
@@ -157,6 +158,9 @@ func (r *runner) run(ctx context.Context) error {
 	for _, sc := range scs {
 		r.rep.Scenarios[sc.ID+" "+sc.Name] = sc.Desc
 		for _, s := range systems {
+			if !s.takesPart(sc) {
+				continue
+			}
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("peerbench: interrupted: %w", err)
 			}
@@ -179,7 +183,9 @@ func (r *runner) selectedSystems() []*system {
 
 func (r *runner) finish() error {
 	r.rep.Ratios = computeRatios(r.rep.Results, r.o.Baseline)
+	r.rep.Summary = summarize(r.rep.Results, r.o.Baseline)
 	printTable(os.Stdout, r.rep)
+	printSummary(os.Stdout, r.rep)
 	dir := filepath.Join(r.o.Root, "bench", "results")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -12,18 +12,20 @@ import (
 // Options is the whole configuration of one run; flags fill it, then
 // EnsureDefaults and Validate run before anything starts.
 type Options struct {
-	// Mem is every system's memory budget (default 64MiB): strata's -mem,
+	// Mem is every system's memory budget (default 256MiB): strata's -mem,
 	// Varnish's malloc storage, Traffic Server's RAM cache. nginx and Varnish
 	// file storage have no memory tier: the page cache, bounded by the
 	// memory cgroup, is theirs.
 	Mem int64
-	// Disk is every system's disk budget (default 2GiB, so that scenario 6's
-	// 1 GiB object fits beside the rest).
+	// Disk is every system's disk budget (default 4GiB, so that scenario
+	// 7's set of 8x Mem fits beside scenario 6's 1 GiB object).
 	Disk int64
-	// CgroupSlack is added to Mem for each system's memory cgroup limit
-	// (default 128MiB): code, threads, connection buffers, metadata, and
-	// for nginx and Varnish file storage the page cache beyond their RSS.
-	CgroupSlack int64
+	// Cgroup is each system's memory cgroup limit (default 1GiB; at least
+	// Mem + 64MiB): the memory tier plus code, threads, connection buffers,
+	// metadata, and for nginx and Varnish file storage the page cache.
+	// The defaults are the budgets of the published comparison: 256 MiB
+	// memory, 4 GiB disk, 1 GiB cgroup.
+	Cgroup int64
 	// Duration of each wrk run (default 8s: the full run with every peer
 	// stays under 10 minutes).
 	Duration time.Duration
@@ -55,9 +57,9 @@ type Options struct {
 
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
-	setDefault(&o.Mem, 64<<20)
-	setDefault(&o.Disk, 2<<30)
-	setDefault(&o.CgroupSlack, 128<<20)
+	setDefault(&o.Mem, 256<<20)
+	setDefault(&o.Disk, 4<<30)
+	setDefault(&o.Cgroup, 1<<30)
 	setDefault(&o.Duration, 8*time.Second)
 	setDefault(&o.Threads, 2)
 	setDefault(&o.Connections, 64)
@@ -86,6 +88,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Disk < 64<<20 || o.Disk > 512<<30 {
 		bad("-disk %d: want 64MiB..512GiB", o.Disk)
+	}
+	if o.Cgroup < o.Mem+64<<20 {
+		bad("-cgroup %d: want at least -mem + 64MiB", o.Cgroup)
 	}
 	if o.Duration < time.Second || o.Duration > 10*time.Minute {
 		bad("-duration %v: want 1s..10m", o.Duration)
@@ -157,9 +162,9 @@ func splitList(s string) []string {
 func parseFlags(args []string) (Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("peerbench", flag.ContinueOnError)
-	fs.Var(sizeFlag{&o.Mem}, "mem", "memory budget of every system (default 64MiB)")
-	fs.Var(sizeFlag{&o.Disk}, "disk", "disk budget of every system (default 2GiB)")
-	fs.Var(sizeFlag{&o.CgroupSlack}, "cgroup-slack", "memory cgroup limit = mem + this (default 128MiB)")
+	fs.Var(sizeFlag{&o.Mem}, "mem", "memory budget of every system (default 256MiB)")
+	fs.Var(sizeFlag{&o.Disk}, "disk", "disk budget of every system (default 4GiB)")
+	fs.Var(sizeFlag{&o.Cgroup}, "cgroup", "memory cgroup limit of every system (default 1GiB)")
 	fs.DurationVar(&o.Duration, "duration", 0, "wrk duration per system and scenario (default 8s)")
 	fs.IntVar(&o.Threads, "threads", 0, "wrk threads (default 2)")
 	fs.IntVar(&o.Connections, "connections", 0, "wrk connections (default 64)")

@@ -29,13 +29,13 @@ func TestParseFlagsAndDefaults(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	o := Options{Mem: 1, Disk: 1, Duration: time.Hour, Systems: []string{"squid"}, Scenarios: []string{"9"}}
+	o := Options{Mem: 1, Disk: 1, Cgroup: 1, Duration: time.Hour, Systems: []string{"squid"}, Scenarios: []string{"9"}}
 	o.EnsureDefaults()
 	err := o.Validate()
 	if !errors.Is(err, ErrOptions) {
 		t.Fatalf("Validate = %v; want ErrOptions", err)
 	}
-	for _, want := range []string{"-mem", "-disk", "-duration", "squid", `"9"`} {
+	for _, want := range []string{"-mem", "-disk", "-cgroup", "-duration", "squid", `"9"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -54,11 +54,12 @@ func TestSelectScenarios(t *testing.T) {
 		sel  []string
 		want string
 	}{
-		{nil, "1a,1b,2,3,4,5,6"},
+		{nil, "1a,1b,2,3,4,5,6,7"},
 		{[]string{"1"}, "1a,1b"},
 		{[]string{"1b", "6"}, "1b,6"},
 		{[]string{"3", "1"}, "1a,1b,3"},
-		{[]string{"7"}, ""},
+		{[]string{"7"}, "7"},
+		{[]string{"8"}, ""},
 	} {
 		if got := ids(selectScenarios(tc.sel)); got != tc.want {
 			t.Errorf("selectScenarios(%v) = %q; want %q", tc.sel, got, tc.want)
@@ -74,6 +75,32 @@ func TestWorkingSetIsFourTimesMem(t *testing.T) {
 		}
 		if int64(len(sc.Warm)) != sc.Count {
 			t.Errorf("mem %d: warm-up covers %d of %d URLs", mem, len(sc.Warm), sc.Count)
+		}
+	}
+}
+
+// TestLargeSet: scenario 7 is 256 KiB objects over a set of 8x mem (8,192
+// URLs, 2 GiB, at the default 256 MiB), every URL warmed once, none shared
+// with scenario 2's 256 KiB URLs.
+func TestLargeSet(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	all := scenarios(o.Mem)
+	sc := filterScenarios(all, []string{"7"})[0]
+	if sc.Count != 8192 || sc.Count*largeSetObject != 2<<30 || int64(len(sc.Warm)) != sc.Count {
+		t.Errorf("count %d, warm %d; want 8192 URLs, 2 GiB, each warmed", sc.Count, len(sc.Warm))
+	}
+	if o.Cgroup != 1<<30 || o.Mem != 256<<20 || o.Disk != 4<<30 {
+		t.Errorf("budgets %d/%d/%d; want the published 256MiB mem, 4GiB disk, 1GiB cgroup", o.Mem, o.Disk, o.Cgroup)
+	}
+	hits := filterScenarios(all, []string{"2"})[0]
+	seen := map[string]bool{}
+	for _, u := range hits.Warm {
+		seen[u] = true
+	}
+	for _, u := range sc.Warm {
+		if seen[u] || !strings.HasPrefix(u, sc.Path+"&k=") {
+			t.Fatalf("warm URL %q: shared with scenario 2 or not under %q", u, sc.Path)
 		}
 	}
 }

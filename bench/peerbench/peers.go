@@ -23,7 +23,15 @@ type system struct {
 	// prepare writes the config under e.Dir and returns the command line
 	// and extra environment.
 	prepare func(e *sysEnv) (argv, env []string, err error)
+	// Reference marks a yardstick, not a competitor: its rows are printed
+	// but it is never "the best peer".
+	Reference bool
+	// runs says which scenarios it takes part in; nil means all.
+	runs func(sc scenario) bool
 }
+
+// takesPart reports whether s runs in sc.
+func (s *system) takesPart(sc scenario) bool { return s.runs == nil || s.runs(sc) }
 
 // sysEnv is what a system's templates see.
 type sysEnv struct {
@@ -31,6 +39,7 @@ type sysEnv struct {
 	Dir            string // this system's temp dir
 	BenchDir       string // the repo's bench/
 	StrataBin      string
+	BareBin        string
 	Host           string // 127.0.0.1
 	Port           int
 	Listen         string // Host:Port
@@ -55,6 +64,12 @@ var allSystems = []*system{
 	{Name: "varnish-malloc", Bins: []string{"varnishd"}, Package: "varnish", prepare: prepareVarnish("malloc")},
 	{Name: "varnish-file", Bins: []string{"varnishd"}, Package: "varnish", prepare: prepareVarnish("file")},
 	{Name: "ats", Bins: []string{"traffic_server"}, Package: "trafficserver", prepare: prepareATS},
+	// The Go ceiling (bench/barehandler): whole bodies from memory in the
+	// hit scenarios, a plain fasthttp proxy in the miss scenario.
+	{Name: "bare", Reference: true, prepare: prepareBare("serve"),
+		runs: func(sc scenario) bool { return sc.Mode != "unique" && sc.Mode != "range" }},
+	{Name: "bare-proxy", Reference: true, prepare: prepareBare("proxy"),
+		runs: func(sc scenario) bool { return sc.Mode == "unique" }},
 }
 
 func systemByName(name string) *system {
@@ -101,7 +116,8 @@ func newSysEnv(name, dir, benchDir, originURL string, o *Options) (*sysEnv, erro
 	}
 	return &sysEnv{
 		Name: name, Dir: dir, BenchDir: benchDir, StrataBin: o.Strata,
-		Host: "127.0.0.1", Port: port, Listen: "127.0.0.1:" + strconv.Itoa(port),
+		BareBin: filepath.Join(o.Root, "bin", "barehandler"),
+		Host:    "127.0.0.1", Port: port, Listen: "127.0.0.1:" + strconv.Itoa(port),
 		AdminListen: "127.0.0.1:" + strconv.Itoa(admin),
 		OriginURL:   originURL, OriginHost: u.Hostname(), OriginPort: u.Port(), OriginHostPort: u.Host,
 		MemBytes: o.Mem, DiskBytes: o.Disk, Cores: o.Cores,
@@ -141,6 +157,17 @@ func prepareStrata(e *sysEnv) ([]string, []string, error) {
 		return nil, nil, err
 	}
 	return []string{e.StrataBin, "-config", conf, "-pprof"}, nil, nil
+}
+
+// prepareBare runs bin/barehandler (make build-bench) in mode: "serve"
+// answers from memory, "proxy" passes every request to the origin.
+func prepareBare(mode string) func(e *sysEnv) ([]string, []string, error) {
+	return func(e *sysEnv) ([]string, []string, error) {
+		if _, err := os.Stat(e.BareBin); err != nil {
+			return nil, nil, fmt.Errorf("%w: barehandler not built (%s)", ErrUnavailable, e.BareBin)
+		}
+		return []string{e.BareBin, "-listen", e.Listen, "-mode", mode, "-origin", e.OriginURL}, nil, nil
+	}
 }
 
 func prepareNginx(e *sysEnv) ([]string, []string, error) {

@@ -22,10 +22,10 @@ func TestTemplatesRender(t *testing.T) {
 	}
 	e.CacheFile, e.User, e.MaxObjectBytes = "/c/ats.cache", "#-1", 123
 	for tmpl, wants := range map[string][]string{
-		"nginx.conf.tmpl":         {"worker_processes " + itoa(o.Cores), "max_size=2147483648", "server 127.0.0.1:4567", "listen " + e.Listen, "access_log off", "keepalive 128"},
+		"nginx.conf.tmpl":         {"worker_processes " + itoa(o.Cores), "max_size=4294967296", "server 127.0.0.1:4567", "listen " + e.Listen, "access_log off", "keepalive 128"},
 		"varnish.vcl.tmpl":        {`.port = "4567"`, "> 123"},
-		"ats/records.config.tmpl": {"ram_cache.size INT 67108864", "server_ports STRING " + itoa(e.Port) + ":ipv4:ip-in=127.0.0.1", "logging_enabled INT 0"},
-		"ats/storage.config.tmpl": {"/c/ats.cache 2147483648"},
+		"ats/records.config.tmpl": {"ram_cache.size INT 268435456", "server_ports STRING " + itoa(e.Port) + ":ipv4:ip-in=127.0.0.1", "logging_enabled INT 0"},
+		"ats/storage.config.tmpl": {"/c/ats.cache 4294967296"},
 		"ats/remap.config.tmpl":   {"map http://" + e.Listen + "/ http://127.0.0.1:4567/"},
 		"ats/runroot.yaml.tmpl":   {"sysconfdir: " + dir + "/etc"},
 	} {
@@ -49,8 +49,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestParseStat(t *testing.T) {
 	st, err := parseStat([]byte("42 (nginx: worker (x)) S 7 42 42 0 -1 4194624 1 0 0 0 10 20 3 4 20 0 1 0 100 0 0"))
-	if err != nil || st.ppid != 7 || st.ticks != 37 {
-		t.Errorf("parseStat = %+v, %v; want ppid 7, ticks 37", st, err)
+	if err != nil || st.ppid != 7 || st.ticks != 37 || st.self != 30 {
+		t.Errorf("parseStat = %+v, %v; want ppid 7, ticks 37, self 30", st, err)
 	}
 	for _, bad := range []string{"", "42 (x", "42 (x) S abc", "42 (x) S 1 2 3"} {
 		if _, err := parseStat([]byte(bad)); err == nil {
@@ -59,10 +59,29 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+func TestBareTakesPart(t *testing.T) {
+	bare, proxy := systemByName("bare"), systemByName("bare-proxy")
+	if !bare.Reference || !proxy.Reference || systemByName("strata").Reference {
+		t.Fatal("bare and bare-proxy are references, strata is not")
+	}
+	for _, sc := range scenarios(256 << 20) {
+		miss := sc.Mode == "unique"
+		if proxy.takesPart(sc) != miss || bare.takesPart(sc) != (!miss && sc.Mode != "range") {
+			t.Errorf("scenario %s: bare %v, bare-proxy %v", sc.ID, bare.takesPart(sc), proxy.takesPart(sc))
+		}
+		if !systemByName("nginx").takesPart(sc) {
+			t.Errorf("nginx skips %s", sc.ID)
+		}
+	}
+}
+
 func TestProcessTreeAccounting(t *testing.T) {
 	self := os.Getpid()
 	if cpuSeconds(self) < 0 || peakRSS(self) <= 0 {
 		t.Errorf("self: cpu %v, rss %d", cpuSeconds(self), peakRSS(self))
+	}
+	if c := selfCPUSeconds(); c < 0 || c > cpuSeconds(self)+0.01 {
+		t.Errorf("selfCPUSeconds = %v; want 0..tree's %v", c, cpuSeconds(self))
 	}
 	if tree := processTree(self); len(tree) == 0 || tree[0] != self {
 		t.Errorf("tree = %v", tree)

@@ -20,8 +20,8 @@ const clockTicks = 100
 type procStat struct {
 	ppid int
 	// ticks is utime+stime+cutime+cstime: the process's CPU and that of
-	// children it has reaped.
-	ticks int64
+	// children it has reaped; self is utime+stime alone.
+	ticks, self int64
 }
 
 // readStat parses /proc/PID/stat; the command name may hold spaces and
@@ -49,12 +49,15 @@ func parseStat(b []byte) (procStat, error) {
 	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
 		return procStat{}, fmt.Errorf("peerbench: stat ppid: %w", err)
 	}
-	for _, s := range f[11:15] {
+	for i, s := range f[11:15] {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return procStat{}, fmt.Errorf("peerbench: stat times: %w", err)
 		}
 		st.ticks += n
+		if i < 2 {
+			st.self += n
+		}
 	}
 	return st, nil
 }
@@ -88,6 +91,20 @@ func cpuSeconds(root int) float64 {
 		}
 	}
 	return float64(ticks) / clockTicks
+}
+
+// selfCPUSeconds is this process's own CPU time (utime+stime), without
+// that of the children it reaped (wrk).
+func selfCPUSeconds() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return -1
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		return -1
+	}
+	return float64(st.self) / clockTicks
 }
 
 // resetPeakRSS resets VmHWM of every process in root's tree

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -26,9 +27,20 @@ type result struct {
 	P50ms          float64 `json:"p50_ms"`
 	P99ms          float64 `json:"p99_ms"`
 	P999ms         float64 `json:"p999_ms"`
-	CPUPer10k      float64 `json:"cpu_s_per_10k_req"`
-	PeakRSSMiB     float64 `json:"peak_rss_mib"`
-	CgroupPeakMB   float64 `json:"cgroup_peak_mib,omitempty"`
+	// HitRatio is 1 - OriginRequests/Requests, clamped to [0, 1]; -1
+	// when the origin's count is unknown.
+	HitRatio float64 `json:"hit_ratio"`
+	// CPUus is the system's CPU time (user+system of every process in its
+	// tree, from /proc, sampled around the measured run) per request
+	// completed; OriginCPUus the origin's (-1: unknown) and WrkCPUus the
+	// load generator's, so that one can tell where the cores went.
+	CPUus        float64 `json:"cpu_us_per_req"`
+	OriginCPUus  float64 `json:"origin_cpu_us_per_req"`
+	WrkCPUus     float64 `json:"wrk_cpu_us_per_req"`
+	PeakRSSMiB   float64 `json:"peak_rss_mib"`
+	CgroupPeakMB float64 `json:"cgroup_peak_mib,omitempty"`
+	// Reference marks a yardstick (the bare handler), never a best peer.
+	Reference bool `json:"reference,omitempty"`
 }
 
 // ratio is the baseline's figure over a peer's, in one scenario: RPS > 1
@@ -54,6 +66,7 @@ type report struct {
 	Scenarios map[string]string `json:"scenarios"`
 	Results   []result          `json:"results"`
 	Ratios    []ratio           `json:"ratios"`
+	Summary   []summaryRow      `json:"summary"`
 }
 
 func newResult(sc scenario, sys string, w wrkResult, cpu float64, rss, cgPeak int64) result {
@@ -66,9 +79,7 @@ func newResult(sc scenario, sys string, w wrkResult, cpu float64, rss, cgPeak in
 		P50ms: float64(w.P50US) / 1e3, P99ms: float64(w.P99US) / 1e3, P999ms: float64(w.P999US) / 1e3,
 		PeakRSSMiB: float64(rss) / (1 << 20),
 	}
-	if w.Requests > 0 {
-		r.CPUPer10k = cpu / float64(w.Requests) * 1e4
-	}
+	r.CPUus = perRequestUS(cpu, w.Requests)
 	if cgPeak > 0 {
 		r.CgroupPeakMB = float64(cgPeak) / (1 << 20)
 	}
@@ -102,6 +113,31 @@ func failedMost(r result) bool {
 	return r.Errors > 0 && r.Errors*100 > r.Requests
 }
 
+// perRequestUS is sec seconds spread over n requests, in µs (0 for none).
+func perRequestUS(sec float64, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return sec / float64(n) * 1e6
+}
+
+// hitRatio is the share of n requests that did not reach the origin, given
+// the origin saw orig of them; -1 for no requests.
+func hitRatio(n, orig int64) float64 {
+	if n <= 0 {
+		return -1
+	}
+	return min(1, max(0, 1-float64(orig)/float64(n)))
+}
+
+// percent prints a ratio in [0, 1] as a percentage, "?" if negative.
+func percent(r float64) string {
+	if r < 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(100*r, 'f', 1, 64) + "%"
+}
+
 func div(a, b float64) float64 {
 	if b == 0 {
 		return 0
@@ -117,7 +153,7 @@ func printTable(w io.Writer, rep *report) {
 		rat[[2]string{r.Scenario, r.Peer}] = r
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scenario\tsystem\treq/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tCPU s/10k\tRSS MiB\tcg MiB\terr\torigin req\t%s/x req/s\t%s/x p99\t\n",
+	fmt.Fprintf(tw, "scenario\tsystem\treq/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tCPU µs/req\torigin µs/req\twrk µs/req\thits\tRSS MiB\tcg MiB\terr\torigin req\t%s/x req/s\t%s/x p99\t\n",
 		rep.Baseline, rep.Baseline)
 	var notes []string
 	for _, r := range rep.Results {
@@ -127,7 +163,7 @@ func printTable(w io.Writer, rep *report) {
 				short = short[:12] + "…"
 				notes = append(notes, fmt.Sprintf("%s / %s: %s", r.Scenario, r.System, r.Status))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.System, short)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.System, short)
 			continue
 		}
 		rs, rp := "n/a", "n/a"
@@ -136,14 +172,26 @@ func printTable(w io.Writer, rep *report) {
 		} else if r.System == rep.Baseline {
 			rs, rp = "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%d\t%s\t%s\t%s\t\n",
-			r.Scenario, r.System, r.RPS, r.MiBps, r.P50ms, r.P99ms, r.P999ms, r.CPUPer10k,
-			r.PeakRSSMiB, r.CgroupPeakMB, r.Errors+int64(r.WarmErrors), originCount(r.OriginRequests), rs, rp)
+		name := r.System
+		if r.Reference {
+			name += " (ref)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%.1f\t%s\t%.0f\t%.0f\t%d\t%s\t%s\t%s\t\n",
+			r.Scenario, name, r.RPS, r.MiBps, r.P50ms, r.P99ms, r.P999ms, r.CPUus, originCPU(r.OriginCPUus),
+			r.WrkCPUus, percent(r.HitRatio), r.PeakRSSMiB, r.CgroupPeakMB, r.Errors+int64(r.WarmErrors),
+			originCount(r.OriginRequests), rs, rp)
 	}
 	tw.Flush()
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
+}
+
+func originCPU(us float64) string {
+	if us < 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(us, 'f', 1, 64)
 }
 
 func originCount(n int64) string {

@@ -53,6 +53,7 @@ func (r *runner) startOriginBinary(ctx context.Context, bin string) (string, err
 		p.stop()
 		return "", err
 	}
+	r.originBin = p
 	return url, nil
 }
 
@@ -101,7 +102,7 @@ func (r *runner) startSystem(ctx context.Context, s *system, originURL string) {
 
 // cgroupFor makes the system's memory cgroup, or records why it could not.
 func (r *runner) cgroupFor(name string) *cgroup {
-	limit := r.o.Mem + r.o.CgroupSlack
+	limit := r.o.Cgroup
 	cg, err := newCgroup(name, limit)
 	if err != nil {
 		r.rep.Cgroups[name] = "none: " + err.Error()
@@ -136,7 +137,7 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	if rn.cg != nil {
 		rn.cg.resetPeak()
 	}
-	cpu0, orig0 := cpuSeconds(pid), r.originRequests()
+	cpu0, ocpu0, orig0 := cpuSeconds(pid), r.originCPU(), r.originRequests()
 	tag := fmt.Sprintf("%s-%d", s.Name, time.Now().UnixNano())
 	var prof *profiler
 	if s.Name == "strata" && r.o.Profile != "" {
@@ -144,7 +145,7 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	}
 	w, _, err := runWrk(ctx, wrkArgv(r.o, r.benchDir, rn.env.Listen, sc, tag), r.o.Duration)
 	prof.wait()
-	cpu, orig := cpuSeconds(pid)-cpu0, r.originRequests()-orig0
+	cpu, ocpu, orig := cpuSeconds(pid)-cpu0, r.originCPU()-ocpu0, r.originRequests()-orig0
 	if !rn.p.alive() {
 		return result{Scenario: label, System: s.Name, Status: r.died(rn)}
 	}
@@ -156,14 +157,34 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 		cgPeak = rn.cg.peak()
 	}
 	res := newResult(sc, s.Name, w, cpu, peakRSS(pid), cgPeak)
+	res.Reference = s.Reference
 	res.WarmErrors = warmErr
-	res.OriginRequests = -1
+	res.OriginRequests, res.HitRatio = -1, -1
 	if orig0 >= 0 {
 		res.OriginRequests = orig
+		res.HitRatio = hitRatio(w.Requests, orig)
 	}
-	fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s %10.0f req/s  p99 %.2f ms  errors %d+%d\n",
-		s.Name, label, res.RPS, res.P99ms, res.Errors, warmErr)
+	res.OriginCPUus = -1
+	if ocpu0 >= 0 {
+		res.OriginCPUus = perRequestUS(ocpu, w.Requests)
+	}
+	res.WrkCPUus = perRequestUS(w.CPUSeconds, w.Requests)
+	fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s %10.0f req/s  p99 %.2f ms  CPU %.1f µs/req  hits %s  errors %d+%d\n",
+		s.Name, label, res.RPS, res.P99ms, res.CPUus, percent(res.HitRatio), res.Errors, warmErr)
 	return res
+}
+
+// originCPU is the origin's CPU seconds so far: bin/origin's process
+// tree, or, for the built-in origin, this process's own (which does
+// nothing else while wrk runs); -1 if unknown.
+func (r *runner) originCPU() float64 {
+	switch {
+	case r.origin != nil:
+		return selfCPUSeconds()
+	case r.originBin != nil:
+		return cpuSeconds(r.originBin.pid())
+	}
+	return -1
 }
 
 // originRequests is the origin's request count: the built-in origin's

@@ -27,10 +27,25 @@ const ttlQuery = "?max-age=86400"
 // workingSetObject is scenario 3's object size.
 const workingSetObject = 64 << 10
 
+// largeSetObject is scenario 7's object size.
+const largeSetObject = 256 << 10
+
 // scenarios builds the list for a memory budget: scenario 3's working set
-// is four times mem.
+// is four times mem, scenario 7's set eight times (2 GiB of 256 KiB
+// objects over 8,192 URLs at the default 256 MiB), warmed once, so that
+// most hits must come from the disk tier and its hit ratio says how much
+// of the set each system kept.
 func scenarios(mem int64) []scenario {
 	ws := 4 * mem / workingSetObject
+	ls := 8 * mem / largeSetObject
+	large := randomScenario("7", "set-8x-256k",
+		fmt.Sprintf("256 KiB objects over %d URLs (%s set, 8x mem), warmed once", ls, formatSize(ls*largeSetObject)),
+		"/obj/256k", ls)
+	// Its own URLs: scenario 2's /obj/256k keys must not count as warm.
+	large.Path = "/obj/256k" + ttlQuery + "&set=8x"
+	for i := range large.Warm {
+		large.Warm[i] = fmt.Sprintf("%s&k=%d", large.Path, i)
+	}
 	return []scenario{
 		{ID: "1a", Name: "hot-1k-one", Desc: "1 KiB hits, one URL",
 			Mode: "one", Path: "/obj/1k" + ttlQuery, Count: 1, Warm: repeat("/obj/1k"+ttlQuery, 3)},
@@ -43,6 +58,7 @@ func scenarios(mem int64) []scenario {
 			Mode: "one", Path: "/obj/256MiB" + ttlQuery, Count: 1, Connections: 8, Warm: []string{"/obj/256MiB" + ttlQuery}},
 		{ID: "6", Name: "ranges-1g", Desc: "random 1 MiB ranges of a 1 GiB object",
 			Mode: "range", Path: "/obj/1GiB" + ttlQuery, Count: 1 << 20, Object: 1 << 30, Warm: []string{"/obj/1GiB" + ttlQuery}},
+		large,
 	}
 }
 

@@ -25,6 +25,8 @@ type wrkResult struct {
 	ErrWrite   int64 `json:"err_write"`
 	ErrStatus  int64 `json:"err_status"`
 	ErrTimeout int64 `json:"err_timeout"`
+	// CPUSeconds is wrk's own user+system time, from its exit status.
+	CPUSeconds float64 `json:"-"`
 }
 
 func (w wrkResult) errors() int64 {
@@ -74,6 +76,9 @@ func runWrk(ctx context.Context, argv []string, d time.Duration) (wrkResult, []b
 		return wrkResult{}, out, fmt.Errorf("peerbench: wrk: %w: %s", err, tail(out, 400))
 	}
 	r, err := parseWrk(out)
+	if st := cmd.ProcessState; st != nil {
+		r.CPUSeconds = (st.UserTime() + st.SystemTime()).Seconds()
+	}
 	return r, out, err
 }
 

@@ -22,7 +22,7 @@ Requests/sec:  10000.00
 		t.Errorf("got %+v", r)
 	}
 	res := newResult(scenario{ID: "2", Name: "x"}, "nginx", r, 1.5, 64<<20, 0)
-	if res.RPS != 10000 || res.MiBps != 10 || res.CPUPer10k != 0.5 || res.P99ms != 5 || res.PeakRSSMiB != 64 {
+	if res.RPS != 10000 || res.MiBps != 10 || res.CPUus != 50 || res.P99ms != 5 || res.PeakRSSMiB != 64 {
 		t.Errorf("newResult = %+v", res)
 	}
 	for name, bad := range map[string]string{
@@ -68,9 +68,64 @@ func TestRatios(t *testing.T) {
 	}
 	var sb strings.Builder
 	printTable(&sb, &report{Baseline: "strata", Results: rs, Ratios: got})
-	for _, want := range []string{"2.00x", "0.50x", "not installed", "not built"} {
+	for _, want := range []string{"2.00x", "0.50x", "not installed", "not built", "CPU µs/req"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, sb.String())
 		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	rs := []result{
+		{Scenario: "1", System: "strata", Status: "ok", RPS: 200, P99ms: 4, CPUus: 30, HitRatio: 1},
+		{Scenario: "1", System: "nginx", Status: "ok", RPS: 100, P99ms: 2, CPUus: 20, HitRatio: 1},
+		{Scenario: "1", System: "ats", Status: "ok", RPS: 250, P99ms: 8, CPUus: 60, HitRatio: 0.5},
+		// A reference is never the best peer, however fast.
+		{Scenario: "1", System: "bare", Status: "ok", RPS: 900, P99ms: 1, CPUus: 10, Reference: true},
+		// Mostly errors: not a peer to beat.
+		{Scenario: "1", System: "varnish-malloc", Status: "ok", RPS: 9000, Requests: 1000, Errors: 900},
+		{Scenario: "2", System: "strata", Status: "not built"},
+		{Scenario: "2", System: "nginx", Status: "ok", RPS: 5, P99ms: 1, CPUus: 7, HitRatio: -1},
+	}
+	got := summarize(rs, "strata")
+	want := []summaryRow{
+		{Scenario: "1", BestPeer: "ats", RPSRatio: 0.8, P99Ratio: 0.5, CPURatio: 0.5, Reference: "bare", RefCPURatio: 3},
+		{Scenario: "2", BestPeer: "nginx"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("summary = %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d = %+v; want %+v", i, got[i], want[i])
+		}
+	}
+	var sb strings.Builder
+	printSummary(&sb, &report{Baseline: "strata", Results: rs, Summary: got})
+	out := sb.String()
+	for _, want := range []string{
+		"| scenario | strata | nginx | ats | varnish-malloc | bare (ref) | strata ÷ best peer | strata CPU ÷ ref |",
+		"| 1 | 200 · 4.0 ms · 30.0 µs · 100.0% | 100 · 2.0 ms · 20.0 µs · 100.0% | 250 · 8.0 ms · 60.0 µs · 50.0% |",
+		"0.80× (p99 0.50×, CPU 0.50×) vs ats | 3.00× bare |",
+		"| 2 | not built | 5 · 1.0 ms · 7.0 µs · ? |",
+		"900 errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHitRatio(t *testing.T) {
+	for _, tc := range []struct {
+		n, orig int64
+		want    float64
+	}{{100, 0, 1}, {100, 45, 0.55}, {100, 300, 0}, {0, 0, -1}} {
+		if got := hitRatio(tc.n, tc.orig); got != tc.want {
+			t.Errorf("hitRatio(%d, %d) = %v; want %v", tc.n, tc.orig, got, tc.want)
+		}
+	}
+	if percent(0.55) != "55.0%" || percent(-1) != "?" {
+		t.Errorf("percent: %q %q", percent(0.55), percent(-1))
 	}
 }
