@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -146,15 +147,19 @@ func (r *runner) run(ctx context.Context) error {
 		r.rep.Origin = "built-in " + originURL
 	}
 	fmt.Fprintf(os.Stderr, "peerbench: origin %s\n", originURL)
+	scs := filterScenarios(scenarios(r.o.Mem), r.o.Scenarios)
 	for _, s := range systems {
 		if err := missing[s.Package]; s.Package != "" && err != nil {
 			r.rep.Systems[s.Name] = "not installed"
 			fmt.Fprintf(os.Stderr, "peerbench: skipping %s: %v\n", s.Name, err)
 			continue
 		}
+		if !slices.ContainsFunc(scs, s.takesPart) {
+			r.rep.Systems[s.Name] = "not started: in none of the scenarios"
+			continue
+		}
 		r.startSystem(ctx, s, originURL)
 	}
-	scs := filterScenarios(scenarios(r.o.Mem), r.o.Scenarios)
 	for _, sc := range scs {
 		r.rep.Scenarios[sc.ID+" "+sc.Name] = sc.Desc
 		for _, s := range systems {
