@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -82,9 +83,11 @@ func summarizeOne(sc string, rs []result, baseline string) summaryRow {
 // hit ratio in each cell, then the baseline ÷ best peer and the baseline's
 // CPU ÷ the reference's.
 func printSummary(w io.Writer, rep *report) {
-	// Columns: the baseline, the peers, then the references.
-	systems := []string{rep.Baseline}
-	var refs []string
+	// Columns: the baseline (when it ran), the peers, then the references.
+	var systems, refs []string
+	if slices.ContainsFunc(rep.Results, func(r result) bool { return r.System == rep.Baseline }) {
+		systems = append(systems, rep.Baseline)
+	}
 	cells := map[[2]string]string{}
 	for _, r := range rep.Results {
 		name := r.System
