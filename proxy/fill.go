@@ -96,6 +96,9 @@ type fill struct {
 	// digests: the digest of every slice offered to the store, for an
 	// object without a strong validator (slice_digest.go); nil otherwise.
 	digests []byte
+	// unpaced: a wait for room in the store's write queues ran out; the
+	// fill inserts without waiting from then on (paced). Fill goroutine only.
+	unpaced bool
 }
 
 type fillState uint8

@@ -139,6 +139,7 @@ func (f *fill) insertSlice(idx int) {
 	if f.digests != nil {
 		f.digests = binary.BigEndian.AppendUint64(f.digests, sliceDigest(data))
 	}
+	paced(f.s.store, len(slot), &f.unpaced)
 	var kb [256]byte
 	f.s.store.Insert(sliceKey(kb[:0], f.skey, idx), slot, f.expiry)
 	f.mu.Lock()

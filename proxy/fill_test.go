@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -445,4 +446,30 @@ func TestMaxLargeFills(t *testing.T) {
 	waitFor(t, func() bool { return p.srv.nlarge.Load() == 0 && p.srv.nfills.Load() == 0 })
 	r = p.get("/other") // the limit is free again: stored now
 	expectHeader(t, r, "Cache-Status", "strata; fwd=uri-miss; stored")
+}
+
+// TestFillPacesOnWriteQueue: a fill waits for room in the store's write
+// queues before each slice it inserts; once a wait runs out it stops
+// waiting for the rest of the object, and still stores it whole.
+func TestFillPacesOnWriteQueue(t *testing.T) {
+	body := bigBody(8 * (64 << 10))
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write(body)
+	}, nil)
+	var calls atomic.Int64
+	p.store.Pace = func(n int) bool {
+		if n != sliceHeaderLen+64<<10 {
+			t.Errorf("paced for %d bytes, want a slice's", n)
+		}
+		return calls.Add(1) < 3 // the third wait runs out
+	}
+	expectBody(t, p.get("/paced"), body)
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("%d waits for room, want 3 (none after the one that ran out)", n)
+	}
+	r := p.get("/paced")
+	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
+	expectBody(t, r, body)
 }

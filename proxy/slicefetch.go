@@ -64,6 +64,7 @@ type sliceFetch struct {
 	// (borrowing obj) once the fetch runs in that mode.
 	base    []byte
 	digests bool
+	unpaced bool // see fill.unpaced; fetch goroutine only
 }
 
 type fetchState uint8
@@ -379,6 +380,7 @@ func (sf *sliceFetch) insert(k int) {
 	sf.mu.Unlock()
 	idx := sf.first + k
 	appendSliceHeader(b[:0], sf.obj.Gen, idx, b[sliceHeaderLen:])
+	paced(sf.s.store, len(b), &sf.unpaced)
 	var kb [256]byte
 	sf.s.store.Insert(sliceKey(kb[:0], sf.key, idx), b, sf.expiry)
 }

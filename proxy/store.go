@@ -30,6 +30,27 @@ type Store interface {
 	Contains(key []byte) bool
 }
 
+// writePacer is a Store with disk write queues that a writer may wait on
+// (hybrid.Cache): WaitWriteRoom waits up to d for room for n bytes and
+// reports whether it got it.
+type writePacer interface {
+	WaitWriteRoom(n int, d time.Duration) bool
+}
+
+// paceWait bounds one wait of a fill for room in the store's disk write
+// queues before it inserts a slice. A fill whose wait runs out stops
+// pacing (its slices may then be dropped, as before): a disk that cannot
+// write a slice in this long should not slow an origin fetch at all.
+const paceWait = 250 * time.Millisecond
+
+// paced waits for room for n bytes in s's write queues unless *off (a
+// wait already ran out for this writer, which then sets it).
+func paced(s Store, n int, off *bool) {
+	if p, ok := s.(writePacer); ok && !*off && !p.WaitWriteRoom(n, paceWait) {
+		*off = true
+	}
+}
+
 const (
 	metaKeyPrefix  = 'm'
 	sliceKeyPrefix = 's'
@@ -64,6 +85,17 @@ type mapStore struct {
 	// the Get miss while Contains still says yes (as an entry found
 	// damaged when read back from disk).
 	Lose func(key []byte) bool
+	// Pace, when set, answers WaitWriteRoom (writePacer); unset, there is
+	// always room.
+	Pace func(n int) bool
+}
+
+// WaitWriteRoom implements writePacer.
+func (s *mapStore) WaitWriteRoom(n int, _ time.Duration) bool {
+	if s.Pace == nil {
+		return true
+	}
+	return s.Pace(n)
 }
 
 // newMapStore returns an empty mapStore.
