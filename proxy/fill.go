@@ -242,7 +242,49 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
-	go s.runFill(f, o, req, *rp)
+	if background {
+		go s.runFill(f, o, req, *rp)
+		return
+	}
+	s.leadFill(f, o, req, *rp)
+}
+
+// leadFill runs a fill's origin exchange on the goroutine of the request
+// that leads it, which would only wait for the headers anyway. A body the
+// origin declares small (smallFillBytes) is read and stored here too, so
+// the common miss costs no goroutine hand-off and its response goes out in
+// one write (serveFill); any other body is pumped by a goroutine of its
+// own while the leader and its followers stream it.
+func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
+	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	resp := fasthttp.AcquireResponse()
+	inline := true
+	defer func() {
+		if inline {
+			s.endFill(f, cancel)
+		}
+	}()
+	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
+	if err != nil || refreshed {
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+		if err != nil {
+			s.countOriginError(err)
+			f.fail(err)
+		}
+		return
+	}
+	if cl := resp.Header.ContentLength(); cl < 0 || cl > smallFillBytes {
+		inline = false
+		go func() {
+			defer s.endFill(f, cancel)
+			s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+			fasthttp.ReleaseRequest(req)
+		}()
+		return
+	}
+	s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+	fasthttp.ReleaseRequest(req)
 }
 
 // serveFill answers from a shared fill: the stored headers now, the body
@@ -261,8 +303,28 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
 	s.finishHeaders(resp, cs)
+	if body, ok := f.wholeBody(); ok {
+		// Done and within one slice (a small body its leader read):
+		// headers and body leave in one write.
+		s.m.responseBytes.Add(float64(len(body)))
+		resp.SetBody(body)
+		_ = r.Close()
+		return
+	}
 	resp.ImmediateHeaderFlush = true
 	resp.SetBodyStream(r, int(f.declared))
+}
+
+// wholeBody returns the body of a fill that has committed a body of at
+// most one slice, still in its first slot, borrowed (valid while the
+// caller holds its reference).
+func (f *fill) wholeBody() ([]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.done || f.err != nil || f.received > int64(f.s.opts.SliceSize) || len(f.slotIdx) == 0 || f.slotIdx[0] != 0 {
+		return nil, false
+	}
+	return f.window[0][sliceHeaderLen : sliceHeaderLen+int(f.received)], true
 }
 
 // runFill is the fill goroutine.

@@ -34,22 +34,25 @@ func slowOrigin(step time.Duration, stop *gate) http.HandlerFunc {
 
 // TestSlowOrigin: an origin that stalls mid-body longer than
 // ResponseTimeout (timeouts.read), or keeps sending, slowly, past
-// FillTimeout (limits.fill_timeout), has its response cut there: the
-// client's connection closes short of the body, nothing is stored, and it
-// counts as a timeout (not as truncated).
+// FillTimeout (limits.fill_timeout), has its response cut there: nothing
+// is stored, and it counts as a timeout (not as truncated). A pass has
+// sent its status line: the client's connection closes short of the body.
+// A fill's leader reads a small declared body before its status line
+// (leadFill), so its client gets a clean 504 instead.
 func TestSlowOrigin(t *testing.T) {
-	const fill = "GET /s HTTP/1.1\r\nHost: example.com\r\n\r\n"
-	const pass = "GET /s HTTP/1.1\r\nHost: example.com\r\nCache-Control: no-store\r\n\r\n"
+	const fill = "GET /s HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"
+	const pass = "GET /s HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
 	for _, tc := range []struct {
 		name      string
 		req       string
 		step      time.Duration // between 10-byte writes; 0: stall after the first
 		read      time.Duration // ResponseTimeout
 		fillLimit time.Duration // FillTimeout
+		status    string        // 200: cut short
 	}{
-		{"stall, fill", fill, 0, 200 * time.Millisecond, 10 * time.Minute},
-		{"stall, pass", pass, 0, 200 * time.Millisecond, 10 * time.Minute},
-		{"drip past fill timeout", fill, 20 * time.Millisecond, 5 * time.Second, 300 * time.Millisecond},
+		{"stall, fill", fill, 0, 200 * time.Millisecond, 10 * time.Minute, "504"},
+		{"stall, pass", pass, 0, 200 * time.Millisecond, 10 * time.Minute, "200"},
+		{"drip past fill timeout", fill, 20 * time.Millisecond, 5 * time.Second, 300 * time.Millisecond, "504"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stop := newGate()
@@ -61,8 +64,11 @@ func TestSlowOrigin(t *testing.T) {
 			out, _ := p.raw(tc.req)
 			took := time.Since(start)
 			head, body, _ := strings.Cut(out, "\r\n\r\n")
-			if !strings.HasPrefix(head, "HTTP/1.1 200") || len(body) >= 1000 {
+			switch {
+			case tc.status == "200" && (!strings.HasPrefix(head, "HTTP/1.1 200") || len(body) >= 1000):
 				t.Fatalf("got %q and %d body bytes, want a 200 cut short", head, len(body))
+			case tc.status == "504" && !strings.HasPrefix(head, "HTTP/1.1 504"):
+				t.Fatalf("got %q, want a 504", head)
 			}
 			if took > 1500*time.Millisecond { // the whole drip takes 2s; a stall never ends
 				t.Errorf("cut after %v, want about %v", took, min(tc.read, tc.fillLimit))
