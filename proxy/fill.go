@@ -93,9 +93,10 @@ type fill struct {
 	large    bool // counted in Server.nlarge (takeLarge)
 	lagTimer *time.Timer
 	expiry   time.Time
-	// digests: the digest of every slice offered to the store, for an
-	// object without a strong validator (slice_digest.go); nil otherwise.
-	digests []byte
+	// digests: the digest of every slice offered to the store, when
+	// digesting (a 200 without a strong validator: slice_digest.go).
+	digests   []byte
+	digesting bool
 	// unpaced: a wait for room in the store's write queues ran out; the
 	// fill inserts without waiting from then on (paced). Fill goroutine only.
 	unpaced bool
@@ -470,9 +471,7 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 		f.declared = 0 // whatever Content-Length says (RFC 9110 §8.6)
 	}
 	f.expiry = f.s.storeExpiry(si, respTime)
-	if o.Status == fasthttp.StatusOK && !hasValidator(o) {
-		f.digests = make([]byte, 0, 64)
-	}
+	f.digesting = o.Status == fasthttp.StatusOK && !hasValidator(o)
 	w := f.s.opts.FillWindow
 	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
 	for i := range f.slotIdx {

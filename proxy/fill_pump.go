@@ -136,7 +136,7 @@ func (f *fill) insertSlice(idx int) {
 	}
 	data := slot[sliceHeaderLen:]
 	appendSliceHeader(slot[:0], f.obj.Gen, idx, data)
-	if f.digests != nil {
+	if f.digesting {
 		f.digests = binary.BigEndian.AppendUint64(f.digests, sliceDigest(data))
 	}
 	paced(f.s.store, len(slot), &f.unpaced)
@@ -164,7 +164,7 @@ func (f *fill) finish() error {
 			}
 		} else {
 			f.insertSlice(int((n - 1) / sz))
-			if len(f.digests) == 8*f.obj.slices() { // nil with a validator
+			if f.digesting && len(f.digests) == 8*f.obj.slices() {
 				f.obj.Digests = f.digests
 			}
 		}
