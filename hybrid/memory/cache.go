@@ -65,9 +65,11 @@ import (
 //
 // Ownership. Set copies key and value in. Get copies the value out by
 // appending it to the caller's dst: the returned bytes belong to the caller
-// and stay valid forever, even after the entry is evicted (a copy rather
-// than reference counting: no Release to forget, and a value never pins
-// arena space). A hit allocates nothing when dst has room for the value.
+// and stay valid forever, even after the entry is evicted. A hit allocates
+// nothing when dst has room for the value. Lend (lend.go) is the other way
+// out, for large values: it borrows the entry's bytes under a pin that
+// eviction, overwrite and delete respect (pin.go), and the caller must
+// Release them; blocks removed while lent stay charged until then.
 // OnEvict receives a borrowed key and a value it may copy out (see Evicted).
 //
 // Expiry. An entry may carry an absolute expiry; an expired entry is a miss
@@ -94,7 +96,8 @@ const stripes = 16
 // counters is one stripe of hit and miss counts, a cache line of its own.
 type counters struct {
 	hits, misses atomic.Uint64
-	_            [48]byte
+	copied       atomic.Uint64 // value bytes copied out by Get and Lend
+	_            [40]byte
 }
 
 // stripe picks a counter stripe from the address of the calling
@@ -117,9 +120,11 @@ type Stats struct {
 	Refused     uint64 // Set refused an entry (too big, already expired, closed)
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
 	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
+	Copied      uint64 // value bytes hits copied out (Get, and Lend below LendMin)
 	Expirations uint64 // expired entries dropped
 	Entries     int64  // live entries
-	Bytes       int64  // bytes charged
+	Bytes       int64  // bytes charged (Lent included)
+	Lent        int64  // bytes charged for entries removed while lent, held until released
 	Capacity    int64  // the configured bound
 }
 
@@ -146,6 +151,7 @@ func New(opts Options) (*Cache, error) {
 			maxEntry: share / 4,
 			block:    o.BlockSize,
 			splitMin: splitMin,
+			lendMin:  LendMin,
 		},
 	}
 	for i := range m.shards {
@@ -195,6 +201,7 @@ func (m *Cache) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 		return dst, 0, false
 	}
 	c.hits.Add(1)
+	c.copied.Add(uint64(len(g.v) - len(dst)))
 	return g.v, g.exp, true
 }
 
@@ -258,6 +265,7 @@ func (m *Cache) Stats() Stats {
 	for i := range m.ctrs {
 		st.Hits += m.ctrs[i].hits.Load()
 		st.Misses += m.ctrs[i].misses.Load()
+		st.Copied += m.ctrs[i].copied.Load()
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -268,6 +276,7 @@ func (m *Cache) Stats() Stats {
 		st.EvictCopies += s.valueCopies.Load()
 		st.Entries += s.countA.Load()
 		st.Bytes += s.usedA.Load()
+		st.Lent += s.lentA.Load()
 	}
 	return st
 }
