@@ -97,7 +97,8 @@ const stripes = 16
 type counters struct {
 	hits, misses atomic.Uint64
 	copied       atomic.Uint64 // value bytes copied out by Get and Lend
-	_            [40]byte
+	lent         atomic.Int64  // Values lent minus released (each on its goroutine's stripe)
+	_            [32]byte
 }
 
 // stripe picks a counter stripe from the address of the calling
@@ -121,6 +122,7 @@ type Stats struct {
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
 	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
 	Copied      uint64 // value bytes hits copied out (Get, and Lend below LendMin)
+	Borrowed    int64  // Values lent and not yet released (a gauge)
 	Expirations uint64 // expired entries dropped
 	Entries     int64  // live entries
 	Bytes       int64  // bytes charged (Lent included)
@@ -266,6 +268,7 @@ func (m *Cache) Stats() Stats {
 		st.Hits += m.ctrs[i].hits.Load()
 		st.Misses += m.ctrs[i].misses.Load()
 		st.Copied += m.ctrs[i].copied.Load()
+		st.Borrowed += m.ctrs[i].lent.Load()
 	}
 	for i := range m.shards {
 		s := &m.shards[i]

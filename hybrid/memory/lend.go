@@ -49,7 +49,7 @@ func (v *Value) Release() {
 	if s := v.s; s != nil {
 		v.s = nil
 		s.unpin(v.blk)
-		runtime.KeepAlive(v.m)
+		v.m.stripe().lent.Add(-1)
 		v.m = nil
 	}
 	v.b = nil
@@ -82,6 +82,7 @@ func (m *Cache) Lend(key []byte, v *Value) (expiry int64, ok bool) {
 	c.hits.Add(1)
 	if v.s != nil {
 		v.m = m
+		c.lent.Add(1)
 	} else {
 		c.copied.Add(uint64(len(v.b)))
 	}
@@ -155,4 +156,12 @@ func (v *Value) drop() {
 		s.unpin(v.blk)
 	}
 	v.b = nil
+}
+
+// Trim drops v's copy buffer if it grew past max bytes, for pools that
+// must not hoard large buffers. REQUIRES: v released.
+func (v *Value) Trim(max int) {
+	if cap(v.buf) > max {
+		v.buf = nil
+	}
 }

@@ -106,6 +106,9 @@ func TestLend(t *testing.T) {
 			before := m.Stats().Copied
 			_, ok := m.Lend([]byte(tc.key), &v)
 			defer v.Release()
+			if b := m.Stats().Borrowed; b != map[bool]int64{true: 1}[tc.lent] {
+				t.Fatalf("Stats.Borrowed %d while lent %v", b, tc.lent)
+			}
 			if ok != tc.hit || v.Lent() != tc.lent || !bytes.Equal(v.Bytes(), tc.want) {
 				t.Fatalf("Lend = %v, lent %v, %d bytes; want %v, %v, %d", ok, v.Lent(), len(v.Bytes()), tc.hit, tc.lent, len(tc.want))
 			}
@@ -293,7 +296,7 @@ func TestLendHotKeyRace(t *testing.T) {
 	if err := m.check(); err != nil {
 		t.Fatal(err)
 	}
-	if st := m.Stats(); st.Lent != 0 || st.Hits == 0 {
+	if st := m.Stats(); st.Lent != 0 || st.Borrowed != 0 || st.Hits == 0 {
 		t.Fatalf("after all releases: %+v", st)
 	}
 	if n := m.pinned(); n != 0 {
