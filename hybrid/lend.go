@@ -66,3 +66,17 @@ func (c *Cache) Lend(key []byte, v *Value) (Tier, bool) {
 	v.b = b
 	return TierDisk, true
 }
+
+// Swap exchanges the contents of v and w, pin and buffer included: a
+// borrower hands a lent value on (the proxy, to the response body that
+// outlives its handler) without a copy.
+func (v *Value) Swap(w *Value) { *v, *w = *w, *v }
+
+// Trim drops v's copy buffers if they grew past max bytes, for pools that
+// must not hoard large buffers. REQUIRES: v released.
+func (v *Value) Trim(max int) {
+	if cap(v.buf) > max {
+		v.buf = nil
+	}
+	v.mem.Trim(max)
+}
