@@ -211,9 +211,49 @@ func TestLentBodyClientGone(t *testing.T) {
 	if !held {
 		t.Fatal("no response held a pin: the test did not block the server mid-body")
 	}
+	// The response stuck mid-write holds its pin for good: its record,
+	// removed now, stays charged as lent however long we look.
+	for i := 0; i < 1000; i++ {
+		if _, n := h.lent(); n == 0 {
+			t.Fatalf("check %d: the record of a response being written was freed", i)
+		}
+		runtime.Gosched()
+	}
 	_ = c.Close()
 	h.shutdown()
 	if b, n := h.lent(); b != 0 || n != 0 {
 		t.Fatalf("%d values, %d bytes still lent after the client left", b, n)
+	}
+}
+
+// TestLentHitAllocs: a 256 KiB memory hit lent to the response allocates
+// nothing (STYLE rule 12), and resetting the request releases its pin.
+func TestLentHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations differ under -race")
+	}
+	h := newLentHarness(t, bigBody(256<<10))
+	h.fill()
+	var ctx fasthttp.RequestCtx
+	serve := func() {
+		ctx.Request.Reset() // closes the previous response's lease
+		ctx.Response.Reset()
+		ctx.Request.Header.SetHost("example.com")
+		ctx.Request.Header.SetRequestURI("/obj")
+		h.srv.handler(&ctx)
+	}
+	serve()
+	if got := string(ctx.Response.Header.Peek("Cache-Status")); got != "strata; hit; detail=memory" {
+		t.Fatalf("not a hit: %q", got)
+	}
+	if n := testing.AllocsPerRun(200, serve); n != 0 {
+		t.Fatalf("hit allocates %.1f times", n)
+	}
+	if b := h.cache.Stats().Memory.Borrowed; b != 1 {
+		t.Fatalf("Borrowed %d while a response holds its body, want 1", b)
+	}
+	ctx.Request.Reset()
+	if b := h.cache.Stats().Memory.Borrowed; b != 0 {
+		t.Fatalf("Borrowed %d after the request was reset", b)
 	}
 }

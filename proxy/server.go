@@ -305,7 +305,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
 	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
 	s.finishHeaders(resp, cs)
-	s.setBody(resp, st, o.Body)
+	s.setBody(ctx, st, o.Body)
 	if !ctx.IsHead() {
 		s.m.responseBytes.Add(float64(len(o.Body)))
 	}
@@ -321,19 +321,20 @@ const swapBodyMin = 32 << 10
 // setBody sets resp's body to body. Below swapBodyMin it is copied and a
 // hit allocates nothing (TestHitAllocs). From swapBodyMin up it is not
 // copied: a body in st.lv (the record the store lent, lookup) goes to the
-// socket from there (lentBody, which holds the store's pin until fasthttp
+// socket from there (setLentBody: the store's pin is held until fasthttp
 // has written the response); a body in st.val (a variant's record) is
 // swapped with the response's body buffer, which st.val keeps for the next
 // request (the array then starts at the body, so it comes back a record
 // header shorter and is reallocated about once per capacity slack / header
 // size large hits). A body elsewhere (a record a revalidation just built)
 // is copied.
-func (s *Server) setBody(resp *fasthttp.Response, st *reqState, body []byte) {
+func (s *Server) setBody(ctx *fasthttp.RequestCtx, st *reqState, body []byte) {
+	resp := &ctx.Response
 	switch {
 	case len(body) < swapBodyMin:
 		resp.SetBody(body)
 	case sameArrayEnd(body, st.lv.Bytes()):
-		resp.SetBodyStream(lendBody(&st.lv, body), len(body))
+		setLentBody(ctx, &st.lv, body)
 	case sameArrayEnd(body, st.val):
 		st.val = resp.SwapBody(body)[:0]
 	default:
