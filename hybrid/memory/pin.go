@@ -11,7 +11,10 @@ package memory
 // borrows is freed at once, as before. Pinning is a reference count, not an
 // epoch scheme: a borrower may hold its pin for as long as a slow client
 // takes to read a body, and under epochs that would hold back the reuse of
-// every block freed meanwhile, not only the lent entry's.
+// every block freed meanwhile, not only the lent entry's. The count costs
+// more on a hot entry (BenchmarkPinHot, 64 goroutines on 2 Ps, one pin and
+// unpin: 22 ns median against 8 ns for an epoch-style striped count), but
+// that is 0.02% of a 256 KiB hit's CPU.
 //
 // Lock-free borrowers. A Lend racing a writer pins the block find returned
 // and only then re-reads the shard's sequence counter; a writer removes an
