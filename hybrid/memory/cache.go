@@ -59,9 +59,13 @@ import (
 // (whole blocks holding header, key and value, so the unused tail of the
 // last one counts), 4 bytes of chain link per block, and entryOverhead
 // for slot, index and ghost.
-// Bytes() ≤ Capacity at all times; the RAM used beyond it is the unfilled
-// part of each shard's last chunk (mapped lazily, so untouched pages cost
-// nothing) and the slack of map growth.
+// Bytes() ≤ Capacity at all times, entries removed while lent included
+// (Stats.Lent: their blocks are neither freed nor reused until released);
+// the RAM used beyond it is the unfilled part of each shard's last chunk
+// (mapped lazily, so untouched pages cost nothing), the slack of map
+// growth, and the pin words (pin.go: 4 bytes per block, off-heap, paged in
+// only where entries were lent; configs' budget counts them in its runtime
+// term, capacity/16, with the other memory-tier tables).
 //
 // Ownership. Set copies key and value in. Get copies the value out by
 // appending it to the caller's dst: the returned bytes belong to the caller
