@@ -42,7 +42,8 @@ import (
 // own validator to detect it.
 //
 // Ownership. Values are copied in on Insert and appended to the caller's
-// dst on Get: returned bytes belong to the caller for good.
+// dst on Get: returned bytes belong to the caller for good. Lend (lend.go)
+// lends a large memory hit's bytes instead, until the caller releases them.
 //
 // Concurrency. All methods are safe for concurrent use. Close must not run
 // concurrently with other calls: the caller stops its traffic first (the

@@ -30,11 +30,13 @@
 // stale serving (stale.go), variants (variants.go), invalidation and purge
 // (invalidate.go, purge.go, tags.go), origin errors (origin_fault.go).
 //
-// Borrowed bytes: decoded records borrow the Get buffer of the pooled
-// per-request state; everything written to the fasthttp response is
-// copied (SetBody, AddBytesKV) before the state returns to its pool, or,
-// for a body from swapBodyMin up, handed over with the state's buffer
-// (setBody). fasthttp-owned bytes (request headers, origin response
+// Borrowed bytes: decoded records borrow the pooled per-request state's
+// Value (Store.Lend: the store's own bytes under a pin, for large memory
+// hits), released when the handler returns; everything written to the
+// fasthttp response is copied (SetBody, AddBytesKV) before then, or, for a
+// body from swapBodyMin up, handed over without a copy with the Value and
+// its pin, which fasthttp releases once the response is written (setBody,
+// lent_body.go). fasthttp-owned bytes (request headers, origin response
 // headers) are copied into the fill's own buffers before the handler
 // returns or the origin response is released. The hit path of a small
 // object allocates nothing (TestHitAllocs).

@@ -48,10 +48,11 @@ type Server struct {
 
 // reqState is the pooled per-request scratch of the handler.
 type reqState struct {
-	key  []byte // object key
-	mkey []byte // record key
-	val  []byte // Store.Get destination
-	num  []byte // Age digits
+	key  []byte       // object key
+	mkey []byte       // record key
+	val  []byte       // Store.Get destination
+	lv   hybrid.Value // Store.Lend destination: the record; released when the handler returns
+	num  []byte       // Age digits
 	obj  object
 	rp   httpcache.RequestPolicy
 
@@ -204,6 +205,7 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	}
 	st := s.pool.Get().(*reqState)
 	defer s.pool.Put(st)
+	defer st.lv.Release()
 	httpcache.ParseRequest(&st.rp, &ctx.Request.Header)
 	if !st.rp.Cacheable {
 		s.pass(ctx, o, csBypass)
@@ -242,8 +244,8 @@ var (
 func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cacheStatus {
 	st.have = false
 	st.pkey = append(st.pkey[:0], st.key...)
-	val, tier, ok := s.store.Get(st.mkey, st.val[:0])
-	st.val = val[:0]
+	tier, ok := s.store.Lend(st.mkey, &st.lv)
+	val := st.lv.Bytes()
 	if ok && isVariantIndex(val) {
 		val, ok = s.lookupVariant(ctx, st, val)
 		tier = st.tier
@@ -308,7 +310,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
 	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
 	s.finishHeaders(resp, cs)
-	s.setBody(resp, st, o.Body)
+	s.setBody(ctx, st, o.Body)
 	if !ctx.IsHead() {
 		s.m.responseBytes.Add(float64(len(o.Body)))
 	}
@@ -317,21 +319,42 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 
 // swapBodyMin is the body size from which a hit's body is handed to the
 // response instead of copied (a 256KiB hit spent 22% of its CPU on that
-// copy in the peer benchmark's run of 256 KiB hits).
+// copy in the peer benchmark's run of 256 KiB hits, and a third once the
+// copy out of the memory tier was counted too).
 const swapBodyMin = 32 << 10
 
-// setBody sets resp's body to body, which is in st.val. From swapBodyMin
-// up the response takes st.val's array and st.val takes the response's old
-// body buffer for the next request: no copy. The array then starts at the
-// body, so it comes back a record header shorter and is reallocated (by
-// append) about once per (capacity slack / header size) large hits; below
-// swapBodyMin it is copied and a hit allocates nothing (TestHitAllocs).
-func (s *Server) setBody(resp *fasthttp.Response, st *reqState, body []byte) {
-	if len(body) < swapBodyMin {
+// setBody sets resp's body to body. Below swapBodyMin it is copied and a
+// hit allocates nothing (TestHitAllocs). From swapBodyMin up it is not
+// copied: a body in st.lv (the record the store lent, lookup) goes to the
+// socket from there (setLentBody: the store's pin is held until fasthttp
+// has written the response); a body in st.val (a variant's record) is
+// swapped with the response's body buffer, which st.val keeps for the next
+// request (the array then starts at the body, so it comes back a record
+// header shorter and is reallocated about once per capacity slack / header
+// size large hits). A body elsewhere (a record a revalidation just built)
+// is copied.
+func (s *Server) setBody(ctx *fasthttp.RequestCtx, st *reqState, body []byte) {
+	resp := &ctx.Response
+	switch {
+	case len(body) < swapBodyMin:
 		resp.SetBody(body)
-		return
+	case sameArrayEnd(body, st.lv.Bytes()):
+		setLentBody(ctx, &st.lv, body)
+	case sameArrayEnd(body, st.val):
+		st.val = resp.SwapBody(body)[:0]
+	default:
+		resp.SetBody(body)
 	}
-	st.val = resp.SwapBody(body)[:0]
+}
+
+// sameArrayEnd reports whether the capacity of sub and of buf (both
+// non-empty) ends at the same byte: sub was sliced from buf's array (the
+// decoder slices a record's body without a capacity limit).
+func sameArrayEnd(sub, buf []byte) bool {
+	if cap(sub) == 0 || cap(buf) == 0 {
+		return false
+	}
+	return &sub[:cap(sub)][cap(sub)-1] == &buf[:cap(buf)][cap(buf)-1]
 }
 
 // finishHeaders adds Via and Cache-Status and counts the request.

@@ -19,6 +19,11 @@ type Store interface {
 	// Get appends the value stored under key to dst and returns it, with
 	// the tier that answered. dst may be reused by the caller afterwards.
 	Get(key, dst []byte) (value []byte, tier hybrid.Tier, ok bool)
+	// Lend sets v to the value stored under key, without a copy where the
+	// store can lend its bytes (hybrid.Cache: large memory hits), and
+	// returns the tier that answered. On a hit the caller must Release v
+	// (see hybrid.Value for how long its bytes stay valid).
+	Lend(key []byte, v *hybrid.Value) (tier hybrid.Tier, ok bool)
 	// Insert stores a copy of value; it may silently drop it (admission).
 	// A zero expiry means none.
 	Insert(key, value []byte, expiry time.Time)
@@ -119,6 +124,27 @@ func (s *mapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
 		return dst, hybrid.TierDisk, true
 	}
 	return dst, hybrid.TierMemory, true
+}
+
+// Lend implements Store with a copy into v.
+func (s *mapStore) Lend(key []byte, v *hybrid.Value) (hybrid.Tier, bool) {
+	v.Release()
+	s.mu.Lock()
+	b, ok := s.m[string(key)]
+	if ok && s.Lose != nil && s.Lose(key) {
+		ok = false
+	}
+	if ok {
+		v.SetCopy(b)
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return hybrid.TierMiss, false
+	case s.Disk.Load():
+		return hybrid.TierDisk, true
+	}
+	return hybrid.TierMemory, true
 }
 
 // Insert implements Store; expiry is ignored.

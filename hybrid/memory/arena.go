@@ -37,6 +37,8 @@ type arena struct {
 	nchunks    int                    // chunks mapped (the writer's)
 	next       []uint32               // per block: successor in its chain or in the free list
 	nextMem    []byte                 // the mapping behind next
+	pins       []atomic.Uint32        // per block: borrowers of the entry it starts (see pin.go)
+	pinMem     []byte                 // the mapping behind pins
 	free       uint32                 // head of the free list, noBlock when empty
 	nfree      int                    // blocks in the free list
 	fresh      uint32                 // blocks ever handed out (the rest of the chunks is untouched)
@@ -82,7 +84,10 @@ func (a *arena) init(blockSize int, share int64) {
 	var off bool
 	a.nextMem, off = mapChunk(int(maxChunks*perChunk) * 4)
 	a.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(a.nextMem))), maxChunks*perChunk)
-	a.offHeap.Store(off)
+	var pinOff bool
+	a.pinMem, pinOff = mapChunk(int(maxChunks*perChunk) * 4)
+	a.pins = unsafe.Slice((*atomic.Uint32)(unsafe.Pointer(unsafe.SliceData(a.pinMem))), maxChunks*perChunk)
+	a.offHeap.Store(off && pinOff)
 }
 
 // alloc takes n blocks, chains them and returns the first and last (noBlock,
@@ -96,6 +101,11 @@ func (a *arena) init(blockSize int, share int64) {
 func (a *arena) alloc(n int) (first, last uint32, ok bool) {
 	if n <= 0 {
 		return noBlock, noBlock, true
+	}
+	if n > 1 && a.nfree < n {
+		if first, last, ok = a.allocRun(n); ok {
+			return first, last, true
+		}
 	}
 	first, last = noBlock, noBlock
 	have := min(n, a.nfree)
@@ -138,6 +148,40 @@ func (a *arena) takeFresh() (uint32, bool) {
 	b := a.fresh
 	a.fresh++
 	return b, true
+}
+
+// allocRun takes n fresh blocks as one run inside one chunk, so that the
+// entry is contiguous (one slice: a hit can lend it whole, see Cache.Lend).
+// When the current chunk has fewer than n fresh blocks left, they go to the
+// free list (any entry may use them) and the run starts a new chunk. It
+// fails, changing nothing, when n exceeds a chunk or no chunk can be mapped;
+// alloc then takes blocks as they come. Filling chunks in order, a quarter
+// of 256 KiB entries crossed a chunk boundary and could not be lent.
+func (a *arena) allocRun(n int) (first, last uint32, ok bool) {
+	perChunk := 1 << a.chunkShift
+	if n > perChunk {
+		return noBlock, noBlock, false
+	}
+	end := uint32(a.nchunks << a.chunkShift)
+	if int(end-a.fresh) < n {
+		if !a.grow() {
+			return noBlock, noBlock, false
+		}
+		if tail := int(end - a.fresh); tail > 0 {
+			for b := a.fresh; b < end-1; b++ {
+				a.next[b] = b + 1
+			}
+			a.release(a.fresh, end-1, tail)
+			a.fresh = end
+		}
+	}
+	first, last = a.fresh, a.fresh+uint32(n)-1
+	for b := first; b < last; b++ {
+		a.next[b] = b + 1
+	}
+	a.next[last] = noBlock
+	a.fresh += uint32(n)
+	return first, last, true
 }
 
 func (a *arena) grow() bool {
@@ -284,6 +328,7 @@ func (a *arena) drop() {
 		dropChunk(a.chunk(uint32(ci)))
 	}
 	dropChunk(a.nextMem)
+	dropChunk(a.pinMem)
 	a.free, a.nfree, a.fresh = noBlock, 0, 0
 	a.dropped = true
 }
@@ -295,7 +340,9 @@ func (a *arena) unmap() {
 		unmapChunk(a.chunk(uint32(ci)))
 	}
 	unmapChunk(a.nextMem)
+	unmapChunk(a.pinMem)
 	a.chunks, a.nchunks, a.next, a.nextMem = nil, 0, nil, nil
+	a.pins, a.pinMem = nil, nil
 }
 
 // cursor reads or writes an entry's byte stream (key then value) across

@@ -59,15 +59,21 @@ import (
 // (whole blocks holding header, key and value, so the unused tail of the
 // last one counts), 4 bytes of chain link per block, and entryOverhead
 // for slot, index and ghost.
-// Bytes() ≤ Capacity at all times; the RAM used beyond it is the unfilled
-// part of each shard's last chunk (mapped lazily, so untouched pages cost
-// nothing) and the slack of map growth.
+// Bytes() ≤ Capacity at all times, entries removed while lent included
+// (Stats.Lent: their blocks are neither freed nor reused until released);
+// the RAM used beyond it is the unfilled part of each shard's last chunk
+// (mapped lazily, so untouched pages cost nothing), the slack of map
+// growth, and the pin words (pin.go: 4 bytes per block, off-heap, paged in
+// only where entries were lent; configs' budget counts them in its runtime
+// term, capacity/16, with the other memory-tier tables).
 //
 // Ownership. Set copies key and value in. Get copies the value out by
 // appending it to the caller's dst: the returned bytes belong to the caller
-// and stay valid forever, even after the entry is evicted (a copy rather
-// than reference counting: no Release to forget, and a value never pins
-// arena space). A hit allocates nothing when dst has room for the value.
+// and stay valid forever, even after the entry is evicted. A hit allocates
+// nothing when dst has room for the value. Lend (lend.go) is the other way
+// out, for large values: it borrows the entry's bytes under a pin that
+// eviction, overwrite and delete respect (pin.go), and the caller must
+// Release them; blocks removed while lent stay charged until then.
 // OnEvict receives a borrowed key and a value it may copy out (see Evicted).
 //
 // Expiry. An entry may carry an absolute expiry; an expired entry is a miss
@@ -94,7 +100,9 @@ const stripes = 16
 // counters is one stripe of hit and miss counts, a cache line of its own.
 type counters struct {
 	hits, misses atomic.Uint64
-	_            [48]byte
+	copied       atomic.Uint64 // value bytes copied out by Get and Lend
+	lent         atomic.Int64  // Values lent minus released (each on its goroutine's stripe)
+	_            [32]byte
 }
 
 // stripe picks a counter stripe from the address of the calling
@@ -117,9 +125,12 @@ type Stats struct {
 	Refused     uint64 // Set refused an entry (too big, already expired, closed)
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
 	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
+	Copied      uint64 // value bytes hits copied out (Get, and Lend below LendMin)
+	Borrowed    int64  // Values lent and not yet released (a gauge)
 	Expirations uint64 // expired entries dropped
 	Entries     int64  // live entries
-	Bytes       int64  // bytes charged
+	Bytes       int64  // bytes charged (Lent included)
+	Lent        int64  // bytes charged for entries removed while lent, held until released
 	Capacity    int64  // the configured bound
 }
 
@@ -146,6 +157,7 @@ func New(opts Options) (*Cache, error) {
 			maxEntry: share / 4,
 			block:    o.BlockSize,
 			splitMin: splitMin,
+			lendMin:  LendMin,
 		},
 	}
 	for i := range m.shards {
@@ -195,6 +207,7 @@ func (m *Cache) Get(key, dst []byte) (value []byte, expiry int64, ok bool) {
 		return dst, 0, false
 	}
 	c.hits.Add(1)
+	c.copied.Add(uint64(len(g.v) - len(dst)))
 	return g.v, g.exp, true
 }
 
@@ -258,6 +271,8 @@ func (m *Cache) Stats() Stats {
 	for i := range m.ctrs {
 		st.Hits += m.ctrs[i].hits.Load()
 		st.Misses += m.ctrs[i].misses.Load()
+		st.Copied += m.ctrs[i].copied.Load()
+		st.Borrowed += m.ctrs[i].lent.Load()
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -268,6 +283,7 @@ func (m *Cache) Stats() Stats {
 		st.EvictCopies += s.valueCopies.Load()
 		st.Entries += s.countA.Load()
 		st.Bytes += s.usedA.Load()
+		st.Lent += s.lentA.Load()
 	}
 	return st
 }

@@ -66,6 +66,18 @@ func (s *shard) check() error {
 	if err != nil {
 		return err
 	}
+	var lent int64
+	for b, z := range s.zombies {
+		if s.arena.pins[b].Load()&zombieBit == 0 {
+			return fmt.Errorf("zombie at block %d: pin word %#x has no zombie bit", b, s.arena.pins[b].Load())
+		}
+		blocks += z.blocks
+		used += z.charge
+		lent += z.charge
+	}
+	if lent != s.lentA.Load() {
+		return fmt.Errorf("zombies charged %d, lentA %d", lent, s.lentA.Load())
+	}
 	switch {
 	case count != s.count || live != count:
 		return fmt.Errorf("count %d, s.count %d, live index entries %d", count, s.count, live)

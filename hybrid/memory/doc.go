@@ -4,6 +4,8 @@
 // garbage collector sees no per-entry object. Eviction is S3-FIFO by
 // default, or LRU or FIFO (Policy). Options.OnEvict hands each evicted
 // entry to its owner (the hybrid Cache offers it to the disk engine)
-// without copying the value unless asked (Evicted.CopyValue). A hit
-// allocates nothing. The package imports no other strata package.
+// without copying the value unless asked (Evicted.CopyValue). Get copies a
+// hit's value out; Lend lends a large one's bytes under a pin until the
+// caller's Release (lend.go, pin.go). A hit allocates nothing. The package
+// imports no other strata package.
 package memory

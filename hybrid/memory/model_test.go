@@ -48,6 +48,7 @@ func TestModel(t *testing.T) {
 			if tc.split {
 				m.cfg.splitMin = 0
 			}
+			m.cfg.lendMin = 1000 // about half the values are lent
 			const workers, ops = 8, 4000
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
@@ -68,8 +69,11 @@ func TestModel(t *testing.T) {
 			if err := m.check(); err != nil {
 				t.Fatal(err)
 			}
-			if st := m.Stats(); st.Hits == 0 || st.Evictions == 0 {
-				t.Fatalf("test did not exercise hits and evictions: %+v", st)
+			if st := m.Stats(); st.Hits == 0 || st.Evictions == 0 || st.Lent != 0 {
+				t.Fatalf("test did not exercise hits and evictions, or left bytes lent: %+v", st)
+			}
+			if n := m.pinned(); n != 0 {
+				t.Fatalf("%d pin words left nonzero after every Value was released", n)
 			}
 		})
 	}
@@ -79,6 +83,8 @@ func modelWorker(m *Cache, w, ops int) error {
 	r := rand.New(rand.NewPCG(uint64(w), 7))
 	model := map[string]uint64{} // owned key → last version set; absent: deleted/never
 	var dst []byte
+	held := newHeldValues()
+	defer held.releaseAll()
 	for i := range ops {
 		shared := r.IntN(4) == 0
 		var key []byte
@@ -87,7 +93,11 @@ func modelWorker(m *Cache, w, ops int) error {
 		} else {
 			key = fmt.Appendf(nil, "w%d-%d", w, r.IntN(200))
 		}
-		switch op := r.IntN(10); {
+		switch op := r.IntN(12); {
+		case op >= 10:
+			if err := held.lend(m, key, shared, model); err != nil {
+				return err
+			}
 		case op < 5:
 			v, _, ok := m.Get(key, dst[:0])
 			dst = v

@@ -124,6 +124,7 @@ type config struct {
 	maxEntry int64 // largest charge one entry may have
 	block    int   // block size (for charge)
 	splitMin int   // Set copies entries this large outside the lock (splitMin; tests lower it)
+	lendMin  int   // Lend borrows values this large (LendMin; tests lower it)
 }
 
 // shard is one independently locked part of a Cache.
@@ -145,7 +146,8 @@ type shard struct {
 	used     int64 // bytes charged, under mu
 	count    int   // live entries, under mu
 	closed   bool
-	scratch  []byte // gathers an evicted key that spans blocks (see evicted)
+	scratch  []byte            // gathers an evicted key that spans blocks (see evicted)
+	zombies  map[uint32]zombie // entries removed while lent, by first block (pin.go)
 
 	// Read without the lock by Len, Bytes and Stats. Hits and misses are
 	// counted in Cache.ctrs, striped so that hits on one shard from many
@@ -153,7 +155,8 @@ type shard struct {
 	usedA, countA                         atomic.Int64
 	sets, refused, evictions, expirations atomic.Uint64
 	valueCopies                           atomic.Uint64
-	_                                     [64]byte // keep neighbours' hot words apart
+	lentA                                 atomic.Int64 // bytes charged for zombies
+	_                                     [64]byte     // keep neighbours' hot words apart
 }
 
 func (s *shard) init(cfg *config) {
@@ -343,14 +346,12 @@ func (s *shard) unlink(i uint32) {
 func (s *shard) remove(i uint32) {
 	sl := s.slot(i)
 	s.unlink(i)
-	charge := s.chargeOf(sl)
-	s.arena.release(sl.first, sl.last, s.blocksOf(sl))
+	s.freeChain(sl.first, sl.last, s.blocksOf(sl), s.chargeOf(sl))
 	if pos, v, ok := s.index(sl.hash); ok && !v.ghost() && v.slot() == i {
 		s.tab.Load().del(pos)
 	}
 	*sl = slot{queue: qFree, next: s.freeSlot}
 	s.freeSlot = i
-	s.used -= charge
 	s.count--
 	if s.ghost.n > max(s.count, 16) {
 		s.popGhost() // the ghost never outnumbers the entries it is charged to
@@ -373,7 +374,8 @@ func (s *shard) release() {
 	s.closed = true
 	s.arena.drop()
 	s.tab.Store(newMemTable(tableMinSlots))
-	s.pages, s.scratch = nil, nil
+	s.pages, s.scratch, s.zombies = nil, nil, nil
+	s.lentA.Store(0)
 	s.ghost = ghost{}
 	s.nslots, s.freeSlot, s.used, s.count = 0, noBlock, 0, 0
 	s.q = [2]queue{{head: noBlock, tail: noBlock}, {head: noBlock, tail: noBlock}}

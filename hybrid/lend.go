@@ -1,0 +1,82 @@
+package hybrid
+
+import "strata/hybrid/memory"
+
+// Value holds the bytes of one hit of Cache.Lend: a memory hit of a large
+// value borrows the memory tier's bytes under a pin (memory.Value), anything
+// else is copied into a buffer the Value owns and reuses. The zero value is
+// ready for use; a Value may be reused for any number of Lends.
+//
+// Lifetime. Bytes stays valid and unchanged until Release (or the next
+// Lend into v), whatever happens to the entry meanwhile; every hit needs one
+// Release, which is idempotent. While lent, the entry's memory stays
+// charged to the memory tier even if it is evicted. Not safe for concurrent
+// use.
+type Value struct {
+	mem memory.Value
+	buf []byte // disk hits and SetCopy
+	b   []byte
+}
+
+// Bytes returns the value (see Value for how long it is valid).
+func (v *Value) Bytes() []byte { return v.b }
+
+// Lent reports whether Bytes is borrowed from the memory tier.
+func (v *Value) Lent() bool { return v.mem.Lent() }
+
+// Release lets go of the value: a pin is dropped, a copy kept for reuse.
+func (v *Value) Release() {
+	v.mem.Release()
+	v.b = nil
+}
+
+// SetCopy releases v and sets it to a copy of b: for Store fakes that keep
+// values of their own.
+func (v *Value) SetCopy(b []byte) {
+	v.Release()
+	v.buf = append(v.buf[:0], b...)
+	v.b = v.buf
+}
+
+// Lend is Get without a copy for large memory hits: on a hit it sets v to
+// key's value (borrowed from memory from memory.LendMin bytes up, else
+// copied) and says which tier answered; the caller must Release v. A miss
+// leaves v empty and returns TierMiss. A disk hit is copied into v's buffer
+// and promoted as Get's is. A memory hit allocates nothing.
+func (c *Cache) Lend(key []byte, v *Value) (Tier, bool) {
+	v.Release()
+	if c.closed.Load() {
+		return TierMiss, false
+	}
+	if _, ok := c.mem.Lend(key, &v.mem); ok {
+		c.record(key)
+		v.b = v.mem.Bytes()
+		return TierMemory, true
+	}
+	if c.disks == nil {
+		return TierMiss, false
+	}
+	b, expiry, ok := c.disks.of(key).GetWithExpiry(key, v.buf[:0])
+	v.buf = b[:0]
+	if !ok {
+		return TierMiss, false
+	}
+	c.record(key)
+	c.promote(key, b, expiry)
+	v.b = b
+	return TierDisk, true
+}
+
+// Swap exchanges the contents of v and w, pin and buffer included: a
+// borrower hands a lent value on (the proxy, to the response body that
+// outlives its handler) without a copy.
+func (v *Value) Swap(w *Value) { *v, *w = *w, *v }
+
+// Trim drops v's copy buffers if they grew past max bytes, for pools that
+// must not hoard large buffers. REQUIRES: v released.
+func (v *Value) Trim(max int) {
+	if cap(v.buf) > max {
+		v.buf = nil
+	}
+	v.mem.Trim(max)
+}

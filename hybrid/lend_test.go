@@ -1,0 +1,74 @@
+package hybrid
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"strata/hybrid/memory"
+)
+
+func TestCacheLend(t *testing.T) {
+	c, _ := testCache(t, 256<<10, nil)
+	large := bytes.Repeat([]byte("L"), memory.LendMin)
+	small := []byte("small value")
+	onDisk := bytes.Repeat([]byte("d"), 1000)
+	c.Insert([]byte("disk"), onDisk, time.Time{})
+	for i := range 600 { // push "disk" out to the disk tier
+		c.Insert(fmt.Appendf(nil, "k%d", i), onDisk, time.Time{})
+	}
+	c.Insert([]byte("large"), large, time.Time{})
+	c.Insert([]byte("small"), small, time.Time{})
+	for _, tc := range []struct {
+		key  string
+		tier Tier
+		lent bool
+		want []byte
+	}{
+		{"large", TierMemory, true, large},
+		{"small", TierMemory, false, small},
+		{"disk", TierDisk, false, onDisk},
+		{"absent", TierMiss, false, nil},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			var v Value
+			tier, ok := c.Lend([]byte(tc.key), &v)
+			defer v.Release()
+			if ok != (tc.tier != TierMiss) || tier != tc.tier || v.Lent() != tc.lent || !bytes.Equal(v.Bytes(), tc.want) {
+				t.Fatalf("Lend = %v %v lent %v, %d bytes; want %v lent %v, %d bytes",
+					tier, ok, v.Lent(), len(v.Bytes()), tc.tier, tc.lent, len(tc.want))
+			}
+		})
+	}
+}
+
+// TestCacheLendEvictedToDisk: a lent value whose entry the memory tier
+// evicts (and writes to disk) meanwhile reads unchanged until Release, and
+// its bytes are charged to memory until then.
+func TestCacheLendEvictedToDisk(t *testing.T) {
+	c, _ := testCache(t, 1<<20, func(o *Options) { o.Memory.Policy = memory.FIFO })
+	want := bytes.Repeat([]byte("v"), 64<<10)
+	c.Insert([]byte("lent"), want, time.Time{})
+	var v Value
+	if tier, ok := c.Lend([]byte("lent"), &v); !ok || tier != TierMemory || !v.Lent() {
+		t.Fatalf("Lend: %v %v lent %v", tier, ok, v.Lent())
+	}
+	for i := range 40 {
+		c.Insert(fmt.Appendf(nil, "fill%d", i), bytes.Repeat([]byte{byte(i)}, 64<<10), time.Time{})
+	}
+	if !bytes.Equal(v.Bytes(), want) {
+		t.Fatal("lent bytes changed after eviction")
+	}
+	if st := c.mem.Stats(); st.Lent == 0 {
+		t.Fatalf("evicted while lent, but Stats.Lent = 0: %+v", st)
+	}
+	v.Release()
+	if st := c.mem.Stats(); st.Lent != 0 {
+		t.Fatalf("after Release: Lent %d", st.Lent)
+	}
+	got, tier, ok := c.Get([]byte("lent"), nil)
+	if !ok || tier != TierDisk || !bytes.Equal(got, want) {
+		t.Fatalf("after eviction: Get %v %v", tier, ok)
+	}
+}
