@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"strata/hybrid"
 	"strata/proxy/internal/byterange"
 	"strata/proxy/internal/httpcache"
 )
@@ -79,9 +80,10 @@ type sliceSource struct {
 	obj       object // borrows rec
 	fr        fetchReq
 	fetchable bool
-	idx       int    // slice loaded, -1 none
-	buf       []byte // store read buffer
-	data      []byte // slice idx from the store; nil when it comes from sf
+	idx       int          // slice loaded, -1 none
+	buf       []byte       // scratch for fetches' store probes
+	val       hybrid.Value // slice idx from the store, lent or copied; data borrows it
+	data      []byte       // slice idx from the store; nil when it comes from sf
 	sf        *sliceFetch
 	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases    []leasedSlice
@@ -91,8 +93,9 @@ type sliceSource struct {
 // leasedSlice is a slice read before the status line: buf is its slab,
 // data its checked bytes in buf.
 type leasedSlice struct {
-	idx       int
-	buf, data []byte
+	idx  int
+	val  hybrid.Value // holds data: lent by the memory tier, or a copy
+	data []byte
 }
 
 // init makes r a source for the object o (copied) under key. fr's
@@ -217,8 +220,17 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 			if !r.fromStore(i) {
 				return fmt.Errorf("%w: slice %d", errSliceMissing, i)
 			}
-			r.leases = append(r.leases, leasedSlice{idx: i, buf: r.buf, data: r.data})
-			r.buf, r.data, r.idx = nil, nil, -1
+			// Move the slice's Value into the next lease; r.val gets that
+			// lease's old (released) Value and reuses its buffer.
+			n := len(r.leases)
+			if n == cap(r.leases) {
+				r.leases = append(r.leases, leasedSlice{})
+			}
+			r.leases = r.leases[:n+1]
+			l := &r.leases[n]
+			l.idx, l.data = i, r.data
+			l.val.Swap(&r.val)
+			r.data, r.idx = nil, -1
 		}
 	}
 	return nil
@@ -277,6 +289,7 @@ func (r *sliceSource) seek(off, end int64) error {
 // are reached; one behind idx is let go.
 func (r *sliceSource) load(idx int, end int64) error {
 	r.idx, r.data = -1, nil
+	r.val.Release()
 	if r.sf != nil {
 		if r.sf.covers(idx) {
 			r.idx = idx
@@ -322,21 +335,19 @@ func (r *sliceSource) dropFetch() {
 
 // fromStore loads slice idx from the store if it is there, intact and of
 // the record's generation.
+// A memory hit lends the slice's bytes (Store.Lend): they go to the socket
+// without a copy, pinned until the next slice or close.
 func (r *sliceSource) fromStore(idx int) bool {
-	if r.buf == nil {
-		r.buf = getSlab(sliceHeaderLen + r.obj.SliceSize)
-	}
 	r.kbuf = sliceKey(r.kbuf[:0], r.key, idx)
-	v, _, ok := r.s.store.Get(r.kbuf, r.buf[:0])
-	r.buf = v[:0]
-	if !ok {
+	if _, ok := r.s.store.Lend(r.kbuf, &r.val); !ok {
 		return false
 	}
-	data, err := decodeSlice(v, r.obj.Gen, idx, r.obj.sliceLen(idx))
+	data, err := decodeSlice(r.val.Bytes(), r.obj.Gen, idx, r.obj.sliceLen(idx))
 	if err != nil {
+		r.val.Release()
 		return false
 	}
-	r.buf, r.data, r.idx = v, data, idx
+	r.data, r.idx = data, idx
 	return true
 }
 
@@ -366,9 +377,13 @@ func (r *sliceSource) close() {
 	r.dropFetch()
 	putSlab(r.buf)
 	r.buf, r.data = nil, nil
+	r.val.Release()
+	r.val.Trim(maxPooledValue)
 	for i := range r.leases {
-		putSlab(r.leases[i].buf)
-		r.leases[i] = leasedSlice{}
+		l := &r.leases[i]
+		l.val.Release()
+		l.val.Trim(maxPooledValue)
+		l.data = nil
 	}
 	r.leases = r.leases[:0]
 	if r.leasedN != 0 {
