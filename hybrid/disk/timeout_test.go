@@ -270,19 +270,23 @@ func (s *steadyDev) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestQueuedTimeoutsKeepDiskInService: reads that time out waiting behind
-// other reads of a device that answers each in 10 ms are misses, but not
-// the device's failures: it stays in service. A device that holds a read
-// past the deadline (hung) is taken out with the same limits.
+// other reads of a device that answers each in 5 ms (one worker, 100
+// reads: the last wait half a second) are misses, but not the device's
+// failures: it stays in service. The margin is wide (a read would have
+// to take 100 ms to count) so that a loaded machine does not make a
+// quick read look stuck. A device that holds a read past the deadline
+// (hung) is taken out with the same limits.
 func TestQueuedTimeoutsKeepDiskInService(t *testing.T) {
 	o := testOpts()
-	o.ReadTimeout, o.ErrorLimit, o.ErrorWindow = 40*time.Millisecond, 3, time.Minute
+	o.ReadTimeout, o.ErrorLimit, o.ErrorWindow = 200*time.Millisecond, 3, time.Minute
+	o.ReadWorkers, o.ReadQueue = 1, 128
 	dev := &steadyDev{Device: newMem(t, 16<<20)}
 	e := openT(t, dev, o)
 	defer closeT(t, e)
 	insertAll(t, e, "s", 8, 1, 300)
-	dev.d = 10 * time.Millisecond
+	dev.d = 5 * time.Millisecond
 	var wg sync.WaitGroup
-	for g := range 8 * o.ReadWorkers {
+	for g := range 100 {
 		wg.Go(func() { e.Get(keyN("s", g%8), nil) })
 	}
 	wg.Wait()
