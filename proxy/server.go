@@ -40,6 +40,8 @@ type Server struct {
 	pool      sync.Pool  // *reqState
 	purges    purges
 
+	hitHeaders hitHeaders // prepared response headers of hits (hit_headers.go)
+
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running fills
@@ -94,6 +96,7 @@ func New(store Store, opts Options) (*Server, error) {
 	s.fills.init()
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()
+	s.hitHeaders.init()
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }
 	return s, nil
@@ -281,7 +284,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 		return csStale
 	}
 	if objectNotModified(ctx, &st.rp, obj) {
-		s.writeNotModified(ctx, obj.Headers, age, cs)
+		s.writeStoredNotModified(ctx, obj, age, cs)
 	} else if !s.serveStored(ctx, st, age, cs) {
 		return csMiss
 	}
@@ -303,11 +306,9 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 		}
 	}
 	resp := &ctx.Response
-	resp.SetStatusCode(o.Status)
-	writeHeaders(&resp.Header, o.Headers)
-	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
-	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
-	s.finishHeaders(resp, cs)
+	s.writeStoredHeaders(&resp.Header, o, cs)
+	s.setAge(&resp.Header, max(age, 0))
+	s.m.requests[cs.metric()].Inc()
 	s.setBody(resp, st, o.Body)
 	if !ctx.IsHead() {
 		s.m.responseBytes.Add(float64(len(o.Body)))
@@ -336,9 +337,14 @@ func (s *Server) setBody(resp *fasthttp.Response, st *reqState, body []byte) {
 
 // finishHeaders adds Via and Cache-Status and counts the request.
 func (s *Server) finishHeaders(resp *fasthttp.Response, cs cacheStatus) {
-	resp.Header.AddBytesKV(httpcache.HeaderVia, s.via)
-	resp.Header.SetBytesKV(httpcache.HeaderCacheStatus, s.cs[cs])
+	s.addTrace(&resp.Header, cs)
 	s.m.requests[cs.metric()].Inc()
+}
+
+// addTrace adds Via and Cache-Status to h.
+func (s *Server) addTrace(h *fasthttp.ResponseHeader, cs cacheStatus) {
+	h.AddBytesKV(httpcache.HeaderVia, s.via)
+	h.SetCanonical(httpcache.HeaderCacheStatus, s.cs[cs])
 }
 
 // fail answers with an error status; never stored.
