@@ -40,7 +40,8 @@ type Server struct {
 	pool      sync.Pool  // *reqState
 	purges    purges
 
-	hitHeaders hitHeaders // prepared response headers of hits (hit_headers.go)
+	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
+	deadlines  connDeadlines // client connection deadlines (deadlines.go)
 
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
@@ -97,6 +98,7 @@ func New(store Store, opts Options) (*Server, error) {
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()
 	s.hitHeaders.init()
+	s.deadlines.init(opts.ReadTimeout, opts.ClientIdleTimeout, opts.WriteTimeout)
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }
 	return s, nil
@@ -107,14 +109,12 @@ func New(store Store, opts Options) (*Server, error) {
 // ShutdownWithContext on the way out, then Close.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.handler,
+		Handler:                       s.serve,
 		ErrorHandler:                  s.errorHandler,
 		ReadBufferSize:                s.opts.MaxHeaderBytes,
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
 		Concurrency:                   s.opts.MaxConns,
-		ReadTimeout:                   s.opts.ReadTimeout,
-		WriteTimeout:                  max(s.opts.WriteTimeout, 0),
-		IdleTimeout:                   s.opts.ClientIdleTimeout,
+		ConnState:                     s.deadlines.connState, // ReadTimeout, WriteTimeout, ClientIdleTimeout: deadlines.go
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		NoDefaultDate:                 true, // a hit keeps its stored Date: see installDate
@@ -146,8 +146,16 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// serve is the fasthttp handler: handler, then the response's write
+// deadline (deadlines.go).
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	s.handler(ctx)
+	s.deadlines.armWrite(ctx.Conn())
+}
+
 // errorHandler answers requests fasthttp could not parse.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	s.deadlines.armWrite(ctx.Conn())
 	// A connection on which no whole request header arrived within
 	// ReadTimeout (an idle new connection, or a slow one) is closed
 	// without an answer, as nginx does: an error response nobody asked
