@@ -80,17 +80,17 @@ func (o *object) decodeHeaderBlock(b []byte) ([]byte, error) {
 // false unless the line is one appendHeaderBlock writes.
 func cutHeaderLine(block []byte) (kv headerKV, rest []byte, ok bool) {
 	end := bytes.IndexByte(block, '\n')
-	colon := bytes.IndexByte(block, ':')
-	if end < 1 || block[end-1] != '\r' || colon < 1 || colon+2 > end-1 || block[colon+1] != ' ' {
+	if end < 1 || bytes.IndexByte(block[:end], '\r') != end-1 { // one CR, ending the line
 		return kv, nil, false
 	}
-	line := block[:end-1]
+	line := block[: end-1 : end-1]
+	colon := bytes.IndexByte(line, ':')
+	if colon < 1 || colon+2 > len(line) || line[colon+1] != ' ' || !canonicalName(line[:colon]) {
+		return kv, nil, false
+	}
 	kv.Key = line[:colon:colon]
 	if v := line[colon+2:]; len(v) > 0 {
-		kv.Value = v[:len(v):len(v)]
-	}
-	if bytes.IndexByte(kv.Value, '\r') >= 0 || bytes.IndexByte(kv.Key, '\r') >= 0 || !canonicalName(kv.Key) {
-		return kv, nil, false
+		kv.Value = v
 	}
 	return kv, block[end+1:], true
 }
@@ -118,42 +118,51 @@ func appendCanonicalName(dst, name []byte) []byte {
 }
 
 // canonicalName reports whether name is in the case appendCanonicalName
-// gives it.
+// gives it. One pass: it runs on every hit's record.
 func canonicalName(name []byte) bool {
-	if !tokenName(name) {
-		return true
-	}
-	upper := true
+	canonical, upper := true, true
 	for _, c := range name {
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			return false
+		switch nameClass[c] {
+		case nonToken:
+			return true // left as it is
+		case lowerLetter:
+			canonical = canonical && !upper
+		case upperLetter:
+			canonical = canonical && upper
 		}
 		upper = c == '-'
 	}
-	return true
+	return canonical
 }
 
 // tokenName reports whether every byte of name is a token character (RFC
 // 9110 §5.6.2), the names fasthttp normalises.
 func tokenName(name []byte) bool {
 	for _, c := range name {
-		if c >= 0x80 || !tokenChar[c] {
+		if nameClass[c] == nonToken {
 			return false
 		}
 	}
 	return true
 }
 
-// tokenChar marks the token characters of RFC 9110 §5.6.2.
-var tokenChar = func() (t [128]bool) {
+// Classes of a name's bytes: token characters (RFC 9110 §5.6.2) by case.
+const (
+	nonToken = iota
+	lowerLetter
+	upperLetter
+	otherToken
+)
+
+var nameClass = func() (t [256]uint8) {
 	for c := '0'; c <= '9'; c++ {
-		t[c] = true
+		t[c] = otherToken
 	}
 	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
+		t[c], t[c-'a'+'A'] = lowerLetter, upperLetter
 	}
 	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
+		t[c] = otherToken
 	}
 	return t
 }()
