@@ -114,7 +114,9 @@ func writeHeaders(dst *fasthttp.ResponseHeader, kvs []headerKV) {
 // downstream cache computes the apparent age from it, §4.2.3). So the
 // server runs with NoDefaultDate and each response gets its Date from
 // installDate, the one way into fasthttp's field list that parsing offers:
-// it parses a header block holding just the Date. Responses that go
+// it parses a header block holding just the Date. A hit pays for that once
+// per stored header block: it copies a header prepared this way
+// (hit_headers.go). Responses that go
 // through Response.Reset (the proxy's own errors) get fasthttp's default
 // Date again, which is right for them.
 
