@@ -35,8 +35,9 @@ import (
 // every length against what remains, so hostile bytes give ErrCorrupt,
 // never a panic or an allocation sized by the input.
 //
-// The CRC covers the metadata only (since version 2; version 1 covered the
-// inline body too). Version 3 keeps the headers as a wire-form block. The bytes of a body are checked where they can go bad: the hybrid
+// Version 3 keeps the headers as a wire-form block. The CRC covers the
+// metadata only (since version 2; version 1 covered the inline body too).
+// The bytes of a body are checked where they can go bad: the hybrid
 // cache verifies every entry it reads back from disk against its own checksum,
 // and the memory tier is trusted (a store without such a check, as mapStore,
 // gets none). Checking them again here cost 8-24% of the CPU of large hits in
