@@ -44,17 +44,21 @@ func objectNotModified(ctx *fasthttp.RequestCtx, rp *httpcache.RequestPolicy, o 
 func (s *Server) writeNotModified(ctx *fasthttp.RequestCtx, kvs []headerKV, age time.Duration, cs cacheStatus) {
 	resp := &ctx.Response
 	resp.Reset()
-	resp.SetStatusCode(fasthttp.StatusNotModified)
-	for _, kv := range kvs {
-		if httpcache.NotModifiedField(kv.Key) {
-			resp.Header.AddBytesKV(kv.Key, kv.Value)
-		}
-	}
-	if age >= 0 {
-		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(age/time.Second)))
-	}
+	writeNotModifiedHeaders(&resp.Header, kvs)
+	s.setAge(&resp.Header, age)
 	s.finishHeaders(resp, cs)
 	resp.SkipBody = true
+}
+
+// writeNotModifiedHeaders sets a 304 status and the §15.4.5 fields of kvs
+// on h.
+func writeNotModifiedHeaders(h *fasthttp.ResponseHeader, kvs []headerKV) {
+	h.SetStatusCode(fasthttp.StatusNotModified)
+	for _, kv := range kvs {
+		if httpcache.NotModifiedField(kv.Key) {
+			h.AddBytesKV(kv.Key, kv.Value)
+		}
+	}
 }
 
 // writeNotModifiedFrom answers 304 for an origin response (a private fill

@@ -26,7 +26,8 @@ func connectionValue(h *fasthttp.ResponseHeader) []byte {
 }
 
 // copyResponseHeaders appends the end-to-end headers of src to kvs, with
-// the names and values copied into buf; it returns both grown.
+// the names (in canonical case, appendCanonicalName) and values copied into
+// buf; it returns both grown.
 func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader) ([]headerKV, []byte) {
 	conn := connectionValue(src)
 	type span struct{ k0, k1, v0, v1 int }
@@ -36,7 +37,7 @@ func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeade
 			continue
 		}
 		sp := span{k0: len(buf)}
-		buf = append(buf, k...)
+		buf = appendCanonicalName(buf, k)
 		sp.k1, sp.v0 = len(buf), len(buf)
 		buf = append(buf, v...)
 		sp.v1 = len(buf)
@@ -91,12 +92,17 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 }
 
 // writeHeaders sets the stored end-to-end headers on the client response,
-// the stored Date included (installDate).
+// the stored Date included (installDate). The names are not normalised
+// again: a stored name is canonical (copyResponseHeaders, decodeObject).
 // REQUIRES: dst holds nothing but a status code yet.
 func writeHeaders(dst *fasthttp.ResponseHeader, kvs []headerKV) {
 	installDate(dst, storedDate(kvs))
+	wasOff := dst.DisableNormalizing()
 	for _, kv := range kvs {
 		dst.AddBytesKV(kv.Key, kv.Value)
+	}
+	if !wasOff {
+		dst.EnableNormalizing()
 	}
 }
 
@@ -108,7 +114,9 @@ func writeHeaders(dst *fasthttp.ResponseHeader, kvs []headerKV) {
 // downstream cache computes the apparent age from it, §4.2.3). So the
 // server runs with NoDefaultDate and each response gets its Date from
 // installDate, the one way into fasthttp's field list that parsing offers:
-// it parses a header block holding just the Date. Responses that go
+// it parses a header block holding just the Date. A hit pays for that once
+// per stored header block: it copies a header prepared this way
+// (hit_headers.go). Responses that go
 // through Response.Reset (the proxy's own errors) get fasthttp's default
 // Date again, which is right for them.
 

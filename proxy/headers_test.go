@@ -169,3 +169,39 @@ func TestInstallDate(t *testing.T) {
 		t.Errorf("installDate allocates %v times", n)
 	}
 }
+
+// TestStoredNamesCanonical: copyResponseHeaders stores names in canonical
+// case whatever case the origin's parser kept, and writeHeaders sends them
+// as stored, leaving the header's own normalising as it found it.
+func TestStoredNamesCanonical(t *testing.T) {
+	var src fasthttp.ResponseHeader
+	src.DisableNormalizing()
+	if err := src.Read(bufioReader(strings.NewReader("HTTP/1.1 200 OK\r\nx-lower: 1\r\nETAG: \"e\"\r\nBad Name: 2\r\n\r\n"))); err != nil {
+		t.Fatal(err)
+	}
+	kvs, _ := copyResponseHeaders(nil, nil, &src)
+	var names []string
+	for _, kv := range kvs {
+		names = append(names, string(kv.Key))
+	}
+	if got := strings.Join(names, ","); got != "Content-Type,X-Lower,Etag,Bad Name" {
+		t.Fatalf("names %s", got)
+	}
+	for _, off := range []bool{false, true} {
+		var dst fasthttp.ResponseHeader
+		if off {
+			dst.DisableNormalizing()
+		}
+		dst.SetStatusCode(200)
+		writeHeaders(&dst, kvs)
+		dst.Set("x-after", "3")
+		h := string(dst.Header())
+		want := "X-After: 3"
+		if off {
+			want = "x-after: 3"
+		}
+		if !strings.Contains(h, "X-Lower: 1\r\nEtag: \"e\"\r\nBad Name: 2\r\n") || !strings.Contains(h, want) {
+			t.Fatalf("normalising off=%v:\n%s", off, h)
+		}
+	}
+}

@@ -27,7 +27,7 @@ import (
 //	bodyLen u64 | requestTime, responseTime, date, expires, lastModified i64
 //	(Unix ns, 0 = absent) | ageHeader, lifetime, swr, sie i64 |
 //	etag, vary, variantKey: uvarint length + bytes |
-//	header count uvarint, then per header: uvarint len + name, uvarint len + value |
+//	header block: uvarint length + "Name: value\r\n" lines (object_headers.go) |
 //	body (bodyLen bytes, only with flagInline) | crc32c of all but the body u32
 //
 // All integers big-endian. A body longer than sliceSize is stored as
@@ -35,8 +35,9 @@ import (
 // every length against what remains, so hostile bytes give ErrCorrupt,
 // never a panic or an allocation sized by the input.
 //
-// The CRC covers the metadata only (version 2; version 1 covered the inline
-// body too). The bytes of a body are checked where they can go bad: the hybrid
+// Version 3 keeps the headers as a wire-form block. The CRC covers the
+// metadata only (since version 2; version 1 covered the inline body too).
+// The bytes of a body are checked where they can go bad: the hybrid
 // cache verifies every entry it reads back from disk against its own checksum,
 // and the memory tier is trusted (a store without such a check, as mapStore,
 // gets none). Checking them again here cost 8-24% of the CPU of large hits in
@@ -45,7 +46,7 @@ import (
 // of another version decodes as errRecordVersion, a miss, and is never served:
 // the fill that follows overwrites it.
 const (
-	objectVersion   = 2
+	objectVersion   = 3
 	objectFixedLen  = 3 + 1 + 1 + 2 + 8 + 4 + 8 + 5*8 + 4*8
 	maxStoredHeader = 256 // headers per record
 	maxBodyLen      = 1 << 50
@@ -98,6 +99,10 @@ type object struct {
 	Headers                                                []headerKV
 	Digests                                                []byte // flagDigests: 8 bytes per slice, big-endian xxhash64
 	Body                                                   []byte // inline body, when BodyLen <= SliceSize
+
+	// HeaderBlock is Headers in wire form as the record holds it (decoded
+	// records only; nil when there are none): see object_headers.go.
+	HeaderBlock []byte
 }
 
 // inline reports whether the body lives in the record.
@@ -133,10 +138,7 @@ func appendObject(dst []byte, o *object) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(d))
 	}
 	dst = appendBytes(appendBytes(appendBytes(dst, o.ETag), o.Vary), o.VariantKey)
-	dst = binary.AppendUvarint(dst, uint64(len(o.Headers)))
-	for _, h := range o.Headers {
-		dst = appendBytes(appendBytes(dst, h.Key), h.Value)
-	}
+	dst = appendHeaderBlock(dst, o.Headers)
 	if o.hasDigests() {
 		dst = append(dst, o.Digests...)
 	}
@@ -263,21 +265,9 @@ func (o *object) decodeVar(rec []byte, off int) (int, error) {
 	if o.VariantKey, b, ok = takeBytes(b); !ok {
 		return 0, fmt.Errorf("%w: variant key", ErrCorrupt)
 	}
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > maxStoredHeader || n > uint64(len(b)) {
-		return 0, fmt.Errorf("%w: header count", ErrCorrupt)
-	}
-	b = b[k:]
-	o.Headers = o.Headers[:0]
-	for range n {
-		var h headerKV
-		if h.Key, b, ok = takeBytes(b); !ok || len(h.Key) == 0 {
-			return 0, fmt.Errorf("%w: header name", ErrCorrupt)
-		}
-		if h.Value, b, ok = takeBytes(b); !ok {
-			return 0, fmt.Errorf("%w: header value", ErrCorrupt)
-		}
-		o.Headers = append(o.Headers, h)
+	b, err := o.decodeHeaderBlock(b)
+	if err != nil {
+		return 0, err
 	}
 	if o.Digests != nil {
 		n := 8 * int64(o.slices())

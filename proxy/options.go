@@ -146,12 +146,15 @@ type Options struct {
 	MaxRequestBodySize int
 	// MaxConns bounds client connections. Default 10000.
 	MaxConns int
-	// ReadTimeout and WriteTimeout bound client reads (a request) and
-	// writes (a response, whole). Defaults 30s and 10m (large bodies take
-	// time); a negative WriteTimeout is none.
+	// ReadTimeout and WriteTimeout bound client reads (a connection's first
+	// request) and writes (a response, whole, from the handler's return).
+	// Defaults 30s and 10m (large bodies take time); a negative WriteTimeout
+	// is none. Client deadlines may fire up to min(timeout/8, 1s) late: they
+	// are moved lazily, not on every request (deadlines.go).
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
-	// ClientIdleTimeout closes idle client keep-alive connections. Default 60s.
+	// ClientIdleTimeout closes client keep-alive connections that have not
+	// sent their next request, whole, this long after a response. Default 60s.
 	ClientIdleTimeout time.Duration
 	// ViaName is the pseudonym in Via and Cache-Status. Default "strata".
 	ViaName string

@@ -40,6 +40,9 @@ type Server struct {
 	pool      sync.Pool  // *reqState
 	purges    purges
 
+	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
+	deadlines  connDeadlines // client connection deadlines (deadlines.go)
+
 	life   context.Context // parent of every fill; cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running fills
@@ -95,6 +98,8 @@ func New(store Store, opts Options) (*Server, error) {
 	s.fills.init()
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()
+	s.hitHeaders.init()
+	s.deadlines.init(opts.ReadTimeout, opts.ClientIdleTimeout, opts.WriteTimeout)
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }
 	return s, nil
@@ -105,18 +110,17 @@ func New(store Store, opts Options) (*Server, error) {
 // ShutdownWithContext on the way out, then Close.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.handler,
+		Handler:                       s.serve,
 		ErrorHandler:                  s.errorHandler,
 		ReadBufferSize:                s.opts.MaxHeaderBytes,
 		MaxRequestBodySize:            s.opts.MaxRequestBodySize,
 		Concurrency:                   s.opts.MaxConns,
-		ReadTimeout:                   s.opts.ReadTimeout,
-		WriteTimeout:                  max(s.opts.WriteTimeout, 0),
-		IdleTimeout:                   s.opts.ClientIdleTimeout,
+		ConnState:                     s.deadlines.connState, // ReadTimeout, WriteTimeout, ClientIdleTimeout: deadlines.go
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		NoDefaultDate:                 true, // a hit keeps its stored Date: see installDate
 		DisablePreParseMultipartForm:  true,
+		LazyRequestTime:               true, // nothing reads RequestCtx.Time: no clock read per request
 		DisableHeaderNamesNormalizing: false,
 		CloseOnShutdown:               true,
 		Logger:                        slogPrintf{s.opts.Logger},
@@ -143,8 +147,16 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// serve is the fasthttp handler: handler, then the response's write
+// deadline (deadlines.go).
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	s.handler(ctx)
+	s.deadlines.armWrite(ctx.Conn())
+}
+
 // errorHandler answers requests fasthttp could not parse.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	s.deadlines.armWrite(ctx.Conn())
 	// A connection on which no whole request header arrived within
 	// ReadTimeout (an idle new connection, or a slow one) is closed
 	// without an answer, as nginx does: an error response nobody asked
@@ -283,7 +295,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 		return csStale
 	}
 	if objectNotModified(ctx, &st.rp, obj) {
-		s.writeNotModified(ctx, obj.Headers, age, cs)
+		s.writeStoredNotModified(ctx, obj, age, cs)
 	} else if !s.serveStored(ctx, st, age, cs) {
 		return csMiss
 	}
@@ -305,11 +317,9 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, st *reqState, age time.Du
 		}
 	}
 	resp := &ctx.Response
-	resp.SetStatusCode(o.Status)
-	writeHeaders(&resp.Header, o.Headers)
-	st.num = fasthttp.AppendUint(st.num[:0], int(max(age, 0)/time.Second))
-	resp.Header.SetBytesKV(httpcache.HeaderAge, st.num)
-	s.finishHeaders(resp, cs)
+	s.writeStoredHeaders(&resp.Header, o, cs)
+	s.setAge(&resp.Header, max(age, 0))
+	s.m.requests[cs.metric()].Inc()
 	s.setBody(ctx, st, o.Body)
 	if !ctx.IsHead() {
 		s.m.responseBytes.Add(float64(len(o.Body)))
@@ -359,9 +369,14 @@ func sameArrayEnd(sub, buf []byte) bool {
 
 // finishHeaders adds Via and Cache-Status and counts the request.
 func (s *Server) finishHeaders(resp *fasthttp.Response, cs cacheStatus) {
-	resp.Header.AddBytesKV(httpcache.HeaderVia, s.via)
-	resp.Header.SetBytesKV(httpcache.HeaderCacheStatus, s.cs[cs])
+	s.addTrace(&resp.Header, cs)
 	s.m.requests[cs.metric()].Inc()
+}
+
+// addTrace adds Via and Cache-Status to h.
+func (s *Server) addTrace(h *fasthttp.ResponseHeader, cs cacheStatus) {
+	h.AddBytesKV(httpcache.HeaderVia, s.via)
+	h.SetCanonical(httpcache.HeaderCacheStatus, s.cs[cs])
 }
 
 // fail answers with an error status; never stored.
