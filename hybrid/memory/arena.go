@@ -188,7 +188,7 @@ func (a *arena) grow() bool {
 	if a.dropped || a.nchunks == len(a.chunks) {
 		return false
 	}
-	c, off := mapChunk(1 << (a.bsShift + a.chunkShift))
+	c, off := mapArenaChunk(1 << (a.bsShift + a.chunkShift))
 	if !off {
 		a.offHeap.Store(false)
 	}

@@ -9,6 +9,9 @@ func mapChunk(size int) ([]byte, bool) {
 	return make([]byte, size), false
 }
 
+// mapArenaChunk is mapChunk.
+func mapArenaChunk(size int) ([]byte, bool) { return mapChunk(size) }
+
 // dropChunk and unmapChunk leave the chunk to the garbage collector.
 func dropChunk([]byte)  {}
 func unmapChunk([]byte) {}
