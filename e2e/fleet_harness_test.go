@@ -241,6 +241,11 @@ func (r *loadResult) String() string {
 // own order, until each did pass passes over urls or stop is closed (or
 // the deadline passes). Every answer but a whole 200 is a failure.
 func load(base string, urls []string, clients, passes int, stop <-chan struct{}, deadline time.Time) *loadResult {
+	return loadHost(base, "", urls, clients, passes, stop, deadline)
+}
+
+// loadHost is load with the Host header host ("" leaves base's).
+func loadHost(base, host string, urls []string, clients, passes int, stop <-chan struct{}, deadline time.Time) *loadResult {
 	res := &loadResult{}
 	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer tr.CloseIdleConnections()
@@ -261,7 +266,7 @@ func load(base string, urls []string, clients, passes int, stop <-chan struct{},
 						return
 					}
 					u := urls[(k*7+c*13+p*31)%len(urls)]
-					if err := getWhole(hc, base+u); err != nil {
+					if err := getWhole(hc, base+u, host); err != nil {
 						res.failed.Add(1)
 						res.firstErr.CompareAndSwap(nil, err.Error())
 					} else {
@@ -276,8 +281,13 @@ func load(base string, urls []string, clients, passes int, stop <-chan struct{},
 }
 
 // getWhole GETs url and fails unless it is a 200 with its whole body.
-func getWhole(hc *http.Client, url string) error {
-	resp, err := hc.Get(url)
+func getWhole(hc *http.Client, url, host string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Host = host
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
