@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,4 +131,51 @@ func TestTiersEdgeShield(t *testing.T) {
 		}
 	}
 	t.Logf("shield down: %d stale hits and %d 502/504 per edge, slowest answer %v", n, n, slowest.Round(time.Microsecond))
+}
+
+// TestDrainReadyz: on SIGTERM a node answers 503 on /readyz (so a load
+// balancer's health check takes it out) while it finishes the request it
+// already accepted, which gets its whole 200.
+func TestDrainReadyz(t *testing.T) {
+	t.Parallel()
+	o := startOrigin(t)
+	n := &node{listen: freePort(t), admin: freePort(t), dir: t.TempDir()}
+	n.yaml = "origins:\n  - url: " + o.URL("origin") + "\n" + memOnly
+	startNode(t, n)
+	if resp, _ := get(t, n.Admin+"/readyz"); resp.StatusCode != 200 {
+		t.Fatalf("/readyz before: %s", resp.Status)
+	}
+	slow := make(chan error, 1)
+	go func() { slow <- getWhole(http.DefaultClient, n.URL+"/obj/64k/drain?max-age=60&delay=1500ms", "") }()
+	deadline := time.Now().Add(5 * time.Second)
+	for getOriginStats(t, o).Inflight == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the origin")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for ready == 0 || ready == 200 {
+		resp, err := http.Get(n.Admin + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz while draining: %v", err)
+		}
+		resp.Body.Close()
+		ready = resp.StatusCode
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d after SIGTERM", ready)
+		}
+	}
+	if ready != 503 {
+		t.Fatalf("/readyz while draining: %d; want 503", ready)
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("request accepted before SIGTERM: %v", err)
+	}
+	if err := n.Wait(10 * time.Second); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
 }
