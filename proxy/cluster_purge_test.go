@@ -205,3 +205,35 @@ func TestPeerOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestFleetStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		local int
+		peers []int
+		want  int
+	}{
+		{"found here", 200, []int{404, 0}, 200},
+		{"found on a peer only", 404, []int{0, 200}, 200},
+		{"found nowhere", 404, []int{404, 0}, 404},
+		{"no peer answered", 404, []int{0, 503}, 404},
+		{"not saved here", 500, []int{200}, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []peerResult
+			for _, s := range tc.peers {
+				rs = append(rs, peerResult{Status: s})
+			}
+			if got := fleetStatus(tc.local, rs); got != tc.want {
+				t.Fatalf("fleetStatus(%d, %v) = %d, want %d", tc.local, tc.peers, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPurgeForm(t *testing.T) {
+	got := string(purgeForm([]string{"http://a/x?y=1&z"}, []string{"t1", "t2"}, nil))
+	if want := "tag=t1&tag=t2&url=http%3A%2F%2Fa%2Fx%3Fy%3D1%26z"; got != want {
+		t.Fatalf("purgeForm = %q, want %q", got, want)
+	}
+}
