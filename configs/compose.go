@@ -196,6 +196,8 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		WriteTimeout:       l.WriteTimeout.D(),
 		ClientIdleTimeout:  l.IdleTimeout.D(),
 		PurgeToken:         c.purgeToken(ps),
+		Loop:               c.Cluster.loopOptions(),
+		Peers:              c.Cluster.peerOptions(),
 	}
 	for i, org := range c.Origins {
 		o.Origins = append(o.Origins, originOptions(ps, i, org))

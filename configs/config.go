@@ -15,6 +15,7 @@ type Config struct {
 	HTTP        HTTP     `yaml:"http"`
 	Limits      Limits   `yaml:"limits"`
 	Admin       Admin    `yaml:"admin"`
+	Cluster     Cluster  `yaml:"cluster"` // peers and CDN-Loop (cluster.go)
 	Log         Log      `yaml:"log"`
 
 	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none

@@ -82,6 +82,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Key.IncludeHeaders = nilIfEmpty(c.Key.IncludeHeaders)
 	c.HTTP.ensureDefaults()
 	c.Limits.ensureDefaults()
+	c.Cluster.ensureDefaults()
 	setStr(&c.Log.Level, DefaultLogLevel)
 	setStr(&c.Log.Format, DefaultLogFormat)
 	return c

@@ -32,6 +32,8 @@ func TestPackagesApplyDefaults(t *testing.T) {
 	sameScalars(t, "proxy.Options", parts.Proxy, zero, budgeted)
 	sameScalars(t, "proxy.OriginOptions", parts.Proxy.Origins[0], zero.Origins[0], nil)
 	sameScalars(t, "proxy.Options.Policy", parts.Proxy.Policy, zero.Policy, nil)
+	sameScalars(t, "proxy.Options.Loop", parts.Proxy.Loop, zero.Loop, nil)
+	sameScalars(t, "proxy.Options.Peers", parts.Proxy.Peers, zero.Peers, nil)
 
 	var cache hybrid.Options
 	cache.EnsureDefaults()

@@ -27,6 +27,7 @@ func (c *Config) Validate() error {
 	c.Key.validate(&ps)
 	c.HTTP.validate(&ps)
 	c.Limits.validate(&ps)
+	c.Cluster.validate(&ps)
 	if c.Admin.PurgeToken != "" && c.Admin.PurgeTokenFile != "" {
 		ps.add("admin.purge_token_file", "set purge_token or purge_token_file, not both")
 	}

@@ -15,13 +15,15 @@ import (
 // the Gatherer), GET /healthz (the process runs), GET /readyz (200 once
 // SetReady(true), 503 before and while draining), and POST /purge behind
 // "Authorization: Bearer <Options.PurgeToken>" (compared in constant time;
-// no token configured: 403 for everyone). See purgeRequest for /purge's
+// no token configured: 403 for everyone); with Options.Peers, a purge is
+// also sent on to every peer (cluster_purge.go). See purgeRequest for /purge's
 // arguments and answer.
 type Admin struct {
 	s       *Server
 	metrics fasthttp.RequestHandler
 	token   []byte
 	ready   atomic.Bool
+	peers   *peers // nil: no peers, or no token to send them
 }
 
 // NewAdmin returns the admin handler of s exposing g (typically the
@@ -31,7 +33,22 @@ func NewAdmin(s *Server, g prometheus.Gatherer) *Admin {
 	if g != nil {
 		a.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
+	if po := s.opts.Peers; len(po.URLs) > 0 && len(a.token) > 0 {
+		p, err := newPeers(po, s.opts.PurgeToken, s.opts.Logger, s.opts.Registerer)
+		if err != nil {
+			s.opts.Logger.Error("proxy: purge peers off", "err", err)
+		}
+		a.peers = p
+	}
 	return a
+}
+
+// Close stops the background resending of purges to peers (queued
+// resends are dropped) and waits for it. Safe to call more than once.
+func (a *Admin) Close() {
+	if a.peers != nil {
+		a.peers.close()
+	}
 }
 
 // SetReady flips /readyz; the binary sets it once listeners are up and

@@ -25,6 +25,8 @@ type purgeAnswer struct {
 	// origin at or before this time.
 	Before string `json:"hidden_if_requested_before,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Peers: each peer's result, when the purge was sent on (cluster.peers).
+	Peers []peerResult `json:"peers,omitempty"`
 }
 
 type purgeURL struct {
@@ -42,8 +44,10 @@ type purgeURL struct {
 //
 // The answer is JSON (purgeAnswer). Status: 200; 400 for no argument, too
 // many, or a bad one (nothing is purged then); 404 when only url= were
-// given and none was cached (as before tags existed); 500 when the purge
-// holds but could not be persisted.
+// given and none was cached (as before tags existed; with peers: cached
+// on no node); 500 when the purge holds but could not be persisted. With
+// Options.Peers, a purge that did not come from a peer (no
+// Strata-Purge-Forwarded header) is sent on and "peers" lists the results.
 func (a *Admin) purgeRequest(ctx *fasthttp.RequestCtx) {
 	urls, tags, prefixes := purgeArgs(ctx, "url"), purgeArgs(ctx, "tag"), purgeArgs(ctx, "prefix")
 	var ans purgeAnswer
@@ -58,6 +62,10 @@ func (a *Admin) purgeRequest(ctx *fasthttp.RequestCtx) {
 		status, ans.Error = fasthttp.StatusBadRequest, err.Error()
 	default:
 		status, ans = a.doPurge(urls, tags, prefixes)
+		if a.peers != nil && len(ctx.Request.Header.Peek(headerPurgeForwarded)) == 0 {
+			ans.Peers = a.peers.send(purgeForm(urls, tags, prefixes))
+			status = fleetStatus(status, ans.Peers)
+		}
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
@@ -119,6 +127,20 @@ func (a *Admin) doPurge(urls, tags, prefixes []string) (int, purgeAnswer) {
 		return fasthttp.StatusNotFound, ans
 	}
 	return fasthttp.StatusOK, ans
+}
+
+// fleetStatus: a URL purge that found nothing here but removed the
+// object on a peer answers 200, as one node holding it would.
+func fleetStatus(local int, peers []peerResult) int {
+	if local != fasthttp.StatusNotFound {
+		return local
+	}
+	for _, p := range peers {
+		if p.Status == fasthttp.StatusOK {
+			return fasthttp.StatusOK
+		}
+	}
+	return local
 }
 
 // purgeArgs returns the values of name in the query and the form body.

@@ -51,7 +51,7 @@ func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeade
 
 // prepareOriginRequest turns dst (a copy of the client's request) into
 // the request sent to o: hop-by-hop headers stripped, Host set per
-// o.HostHeader, X-Forwarded-* and Via added.
+// o.HostHeader, X-Forwarded-*, Via and CDN-Loop added.
 func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
 	h := &dst.Header
 	conn := h.PeekBytes(httpcache.HeaderConnection)
@@ -79,6 +79,7 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 		h.SetBytesKV(httpcache.HeaderXForwardedFor, []byte(ip))
 	}
 	h.AddBytesKV(httpcache.HeaderVia, s.via)
+	s.addCDNLoop(h)
 	if sc := s.opts.Policy.SurrogateCapability(); !s.opts.Policy.IgnoreSurrogateControl && len(sc) > 0 {
 		h.AddBytesKV(httpcache.HeaderSurrogateCapability, sc)
 	}

@@ -163,6 +163,11 @@ type Options struct {
 	PurgeToken string
 	// Purge bounds and persists purges by tag and prefix.
 	Purge PurgeOptions
+	// Loop configures CDN-Loop (RFC 8586) loop detection (loop.go).
+	Loop LoopOptions
+	// Peers are the other nodes of a fleet, which the admin listener
+	// sends each purge on to (cluster_purge.go).
+	Peers PeerOptions
 	// Logger receives errors worth a look. Default: discard.
 	Logger *slog.Logger
 	// Registerer gets the proxy's metrics. Nil: no metrics.
@@ -229,6 +234,8 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.ClientIdleTimeout, DefaultClientIdleTimeout)
 	setDefault(&o.ViaName, DefaultViaName)
 	o.Purge.EnsureDefaults()
+	o.Loop.EnsureDefaults()
+	o.Peers.EnsureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -283,7 +290,7 @@ func (o *Options) Validate() error {
 	if o.FillTimeout < 0 || o.FillLagWait < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")
 	}
-	errs = append(errs, o.Purge.Validate())
+	errs = append(errs, o.Purge.Validate(), o.Loop.Validate(), o.Peers.Validate())
 	errs = append(errs, o.validateOrigins()...)
 	return errors.Join(errs...)
 }

@@ -39,6 +39,7 @@ type Server struct {
 	bodies    bodyBudget // buffers of responses streaming stored sliced bodies (MaxStreamBytes)
 	pool      sync.Pool  // *reqState
 	purges    purges
+	loop      *loop // CDN-Loop element and verdicts (loop.go)
 
 	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
 	deadlines  connDeadlines // client connection deadlines (deadlines.go)
@@ -91,7 +92,11 @@ func New(store Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu,
+	lp, err := newLoop(opts.Loop, opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu, loop: lp,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.bodies.init(opts.MaxStreamBytes)
 	s.joinAhead = max(fillJoinAhead, int64(opts.FillWindow)*int64(opts.SliceSize))
@@ -208,6 +213,9 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	if ctx.Request.Header.ContentLength() != -2 && smuggled(ctx.Request.Header.RawHeaders()) {
 		s.fail(ctx, fasthttp.StatusBadRequest, "proxy: both Content-Length and Transfer-Encoding")
+		return
+	}
+	if s.refuseLoop(ctx) {
 		return
 	}
 	o := s.router.pick(ctx.Request.Header.Host())

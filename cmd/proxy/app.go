@@ -253,6 +253,9 @@ func (a *app) shutdown() error {
 	if a.adminSrv != nil {
 		step("close admin listener", time.Now().Add(time.Second), a.adminSrv.ShutdownWithContext)
 	}
+	if a.admin != nil {
+		a.admin.Close() // stops resending purges to peers
+	}
 	a.serving.Wait()
 	return errors.Join(errs...)
 }
