@@ -59,6 +59,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(opsGauges(p)...)
 	if err := reg.Register(newCacheCollector(a.cache)); err != nil {
 		return a, fmt.Errorf("strata: cache metrics: %w", err)
 	}
