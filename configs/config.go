@@ -17,6 +17,8 @@ type Config struct {
 	Admin       Admin    `yaml:"admin"`
 	Log         Log      `yaml:"log"`
 
+	AccessLog AccessLog `yaml:"access_log"` // one line per request (accesslog.go)
+
 	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }
 

@@ -84,6 +84,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Limits.ensureDefaults()
 	setStr(&c.Log.Level, DefaultLogLevel)
 	setStr(&c.Log.Format, DefaultLogFormat)
+	c.AccessLog.ensureDefaults()
 	return c
 }
 

@@ -35,6 +35,7 @@ type app struct {
 	admin    *proxy.Admin
 	srv      *fasthttp.Server // client listeners (plain and TLS)
 	adminSrv *fasthttp.Server
+	access   *accessLog // nil when access_log.path is empty
 
 	serving  sync.WaitGroup
 	serveErr chan error // the first failure of a Serve; buffered for all
@@ -69,6 +70,9 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	a.admin = proxy.NewAdmin(a.proxy, reg)
 	a.srv = a.proxy.HTTPServer()
+	if err := a.openAccessLog(cfg, reg); err != nil {
+		return a, err
+	}
 	a.adminSrv = &fasthttp.Server{Handler: a.admin.Handler, Name: "strata-admin",
 		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
 		Logger: a.proxy.HTTPServer().Logger}
@@ -241,6 +245,9 @@ func (a *app) shutdown() error {
 	}
 	if a.srv != nil {
 		step("stop accepting and drain requests", deadline, a.srv.ShutdownWithContext)
+	}
+	if a.access != nil {
+		step("close access log", time.Now().Add(time.Second), a.access.close)
 	}
 	if a.proxy != nil {
 		step("close proxy (fills)", deadline, a.proxy.Close)
