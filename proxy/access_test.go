@@ -89,3 +89,34 @@ func TestNoteWithoutLogger(t *testing.T) {
 		t.Error("an unlogged request got a record")
 	}
 }
+
+type nopAccessLogger struct{ n int }
+
+func (l *nopAccessLogger) LogAccess(*fasthttp.RequestCtx, *AccessRecord) { l.n++ }
+
+// TestLoggedHitAllocs: the logging wrapper adds no allocation to a
+// memory hit. Skipped under -race.
+func TestLoggedHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations differ under -race")
+	}
+	p := newPair(t, cacheable("small body"), nil)
+	p.get("/alloc")
+	l := &nopAccessLogger{}
+	h := p.srv.LoggedHandler(p.srv.handler, l)
+	var ctx fasthttp.RequestCtx
+	serve := func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetHost("example.com")
+		ctx.Request.Header.SetRequestURI("/alloc")
+		h(&ctx)
+	}
+	serve()
+	if n := testing.AllocsPerRun(200, serve); n != 0 {
+		t.Fatalf("a logged hit allocates %.1f times", n)
+	}
+	if l.n != 202 {
+		t.Errorf("logged %d requests, want 202", l.n)
+	}
+}

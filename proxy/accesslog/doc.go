@@ -4,7 +4,8 @@
 // origin status and time).
 //
 // Writing never blocks a request. Log.Write formats the line into a
-// pooled buffer on the caller's goroutine and offers it to a bounded
+// buffer from a bounded free list (no allocation once it holds as many
+// buffers as the queue's usual depth) on the caller's goroutine and offers it to a bounded
 // queue (Options.BufferLines); one writer goroutine, owned by the Log,
 // drains the queue into a 64 KiB buffered writer flushed every 100 ms
 // and whenever it fills. When the queue is full, because the disk cannot

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +29,7 @@ type Log struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed atomic.Bool
-	pool   sync.Pool // *[]byte
+	free   chan *[]byte // line buffers to reuse: a bounded free list (not a sync.Pool, which GC empties)
 	m      metrics
 
 	// Owned by the writer goroutine.
@@ -51,8 +50,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{opts: opts, json: opts.Format == FormatJSON, lines: make(chan *[]byte, opts.BufferLines),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	l.pool.New = func() any { b := make([]byte, 0, 512); return &b }
+		free: make(chan *[]byte, opts.BufferLines), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := l.newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
@@ -108,7 +106,13 @@ func (l *Log) Write(e *Entry) {
 		l.m.dropped.Inc()
 		return
 	}
-	bp := l.pool.Get().(*[]byte)
+	var bp *[]byte
+	select {
+	case bp = <-l.free:
+	default:
+		b := make([]byte, 0, 512)
+		bp = &b
+	}
 	if l.json {
 		*bp = AppendJSON((*bp)[:0], e)
 	} else {
@@ -123,8 +127,12 @@ func (l *Log) Write(e *Entry) {
 }
 
 func (l *Log) put(bp *[]byte) {
-	if cap(*bp) <= maxPooledLine {
-		l.pool.Put(bp)
+	if cap(*bp) > maxPooledLine {
+		return
+	}
+	select {
+	case l.free <- bp:
+	default:
 	}
 }
 
