@@ -9,6 +9,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -167,13 +168,15 @@ func scrapeSamples(t *testing.T, admin string) map[string][]string {
 	return out
 }
 
-// TestDashboardAndAlertSeriesExist runs strata with a disk tier, sends
-// a miss and a hit, and checks every series the dashboard and the alert
-// rules select against its /metrics.
+// TestDashboardAndAlertSeriesExist runs strata with a disk tier and the
+// access log on, sends a miss and a hit, and checks every series the
+// dashboard and the alert rules select against its /metrics.
 func TestDashboardAndAlertSeriesExist(t *testing.T) {
 	t.Parallel()
 	o := startOrigin(t)
-	s := startStrata(t, strataOpts{Origin: o.URL("origin")})
+	dir := t.TempDir()
+	s := startStrata(t, strataOpts{Origin: o.URL("origin"), Dir: dir,
+		Config: "access_log: {path: " + filepath.Join(dir, "access.log") + "}\n"})
 	for range 2 {
 		if r, _ := get(t, s.URL+"/obj/1k/dash?max-age=600"); r.StatusCode != 200 {
 			t.Fatalf("GET: %s", r.Status)
