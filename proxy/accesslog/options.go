@@ -62,7 +62,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("%w %q (want combined or json)", ErrFormat, o.Format))
 	}
 	if o.BufferLines < 0 {
-		errs = append(errs, fmt.Errorf("accesslog: buffer_lines %d must be > 0", o.BufferLines))
+		errs = append(errs, fmt.Errorf("accesslog: BufferLines %d must be > 0", o.BufferLines))
 	}
 	if len(errs) == 0 {
 		return nil

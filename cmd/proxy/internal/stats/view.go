@@ -128,10 +128,14 @@ func dropsLine(v view) string {
 }
 
 func errorsLine(v view) string {
-	return fmt.Sprintf("origin %s/s  disk io %s/s  corrupt %s/s  read timeouts %s/s  cut short %s/s",
+	s := fmt.Sprintf("origin %s/s  disk io %s/s  corrupt %s/s  read timeouts %s/s  cut short %s/s",
 		num(v.rate("strata_origin_errors_total")), num(v.rate("strata_disk_io_errors_total")),
 		num(v.rate("strata_disk_corruptions_total")+v.rate("strata_corrupt_objects_total")),
 		num(v.rate("strata_disk_read_timeouts_total")), num(v.rate("strata_responses_cut_short_total")))
+	if v.cur.Has("strata_access_log_dropped_lines_total") {
+		s += fmt.Sprintf("  access log dropped %s/s", num(v.rate("strata_access_log_dropped_lines_total")))
+	}
+	return s
 }
 
 // quantile estimates the q-quantile of histogram h over the interval, by

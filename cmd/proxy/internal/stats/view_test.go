@@ -50,6 +50,7 @@ strata_disk_written_bytes_total 2097152
 strata_disk_write_budget_bytes_per_second 4194304
 strata_disk_dropped_total{reason="admission"} 20
 strata_disk_dropped_total{reason="queue"} 5
+strata_access_log_dropped_lines_total 8
 `
 
 // TestRender: rates are differences over the interval, ratios are of
@@ -68,6 +69,7 @@ func TestRender(t *testing.T) {
 		"disk         online NO",
 		"disk writes  1.0 MiB/s of budget 4.0 MiB/s (25.0%)",
 		"disk drops   admission 10/s  queue 0/s",
+		"cut short 0/s  access log dropped 4/s\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
@@ -79,7 +81,7 @@ func TestRenderMemoryOnly(t *testing.T) {
 	var b strings.Builder
 	s := mustParse(t, "strata_requests_total{cache_status=\"hit\"} 1\n")
 	Render(&b, "node", time.Unix(0, 0), s, s, time.Second)
-	if !strings.Contains(b.String(), "disk         none (memory only)") {
+	if !strings.Contains(b.String(), "disk         none (memory only)") || strings.Contains(b.String(), "access log") {
 		t.Errorf("memory-only node:\n%s", b.String())
 	}
 }
