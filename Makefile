@@ -9,7 +9,7 @@ PKGS      := ./...
 E2E       := ./e2e/...
 FUZZTIME  ?= 10s
 
-.PHONY: all build build-bench demo test soak test-unit test-race e2e lint fuzz bench bench-engine bench-hybrid bench-peers clean conformance
+.PHONY: all build build-bench demo test soak test-unit test-race test-rules e2e lint fuzz bench bench-engine bench-hybrid bench-peers clean conformance
 
 all: build
 
@@ -33,8 +33,17 @@ demo: build
 	@sh cmd/demo/demo.sh $(BIN)
 
 # test is what CI runs (.ci/run): lint, unit tests with invariants on,
-# the race detector over every package but e2e, and the e2e tests.
-test: lint test-unit test-race conformance
+# the race detector over every package but e2e, and the e2e tests, then
+# the alert rules.
+test: lint test-unit test-race conformance test-rules
+
+# test-rules checks configs/prometheus/alerts.yaml and runs its unit
+# tests with promtool (Debian's prometheus package, installed if
+# missing; skipped with a message where it cannot be installed).
+test-rules:
+	@command -v promtool >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus) || true
+	@if ! command -v promtool >/dev/null; then echo "test-rules: skipped: promtool missing and the prometheus package could not be installed"; exit 0; fi; \
+	  cd configs/prometheus && promtool check rules alerts.yaml && promtool test rules alerts_test.yaml
 
 # haproxy fronts three strata nodes in e2e/fleet_test.go; where it cannot
 # be installed (no apt-get, not root) those tests skip and say so.

@@ -18,6 +18,8 @@ type Config struct {
 	Cluster     Cluster  `yaml:"cluster"` // peers and CDN-Loop (cluster.go)
 	Log         Log      `yaml:"log"`
 
+	AccessLog AccessLog `yaml:"access_log"` // one line per request (accesslog.go)
+
 	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }
 

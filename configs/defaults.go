@@ -85,6 +85,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Cluster.ensureDefaults()
 	setStr(&c.Log.Level, DefaultLogLevel)
 	setStr(&c.Log.Format, DefaultLogFormat)
+	c.AccessLog.ensureDefaults()
 	return c
 }
 

@@ -33,6 +33,7 @@ func (c *Config) Validate() error {
 	}
 	checkEnum(&ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	checkEnum(&ps, "log.format", c.Log.Format, "text", "json")
+	c.AccessLog.validate(&ps)
 	return ps.err()
 }
 

@@ -16,7 +16,7 @@ var allowedImports = map[string][]string{
 	"hybrid":    {"blockdev", "admission", "hybrid"},
 	"proxy":     {"hybrid", "proxy"},
 	"configs":   {"blockdev", "admission", "hybrid", "proxy", "configs"},
-	"cmd":       {"blockdev", "admission", "hybrid", "proxy", "configs"},
+	"cmd":       {"blockdev", "admission", "hybrid", "proxy", "configs", "cmd"}, // cmd: a binary's own internal packages
 	"e2e":       {"blockdev", "admission", "hybrid", "proxy", "configs", "e2e"},
 }
 

@@ -177,10 +177,12 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 		return
 	}
 	f, leader := s.fills.join(s, st.key)
+	t0 := s.originClock(ctx)
 	if leader {
 		s.startFill(ctx, f, o, st, false)
 	}
 	state, resp, err := f.waitHeaders(leader)
+	s.noteFill(ctx, t0, state, f, resp)
 	if s.afterFill(ctx, st, f, o, state, resp, leader, cs) {
 		return
 	}

@@ -27,6 +27,7 @@ func (s *Server) pass(ctx *fasthttp.RequestCtx, o *origin, cs cacheStatus) {
 		s.failOrigin(ctx, err)
 		return
 	}
+	s.noteOrigin(ctx, start, resp.StatusCode())
 	s.invalidateUnsafe(ctx, resp)
 	s.writePass(ctx, resp, cs)
 }

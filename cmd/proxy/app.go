@@ -35,6 +35,7 @@ type app struct {
 	admin    *proxy.Admin
 	srv      *fasthttp.Server // client listeners (plain and TLS)
 	adminSrv *fasthttp.Server
+	access   *accessLog // nil when access_log.path is empty
 
 	serving  sync.WaitGroup
 	serveErr chan error // the first failure of a Serve; buffered for all
@@ -59,6 +60,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(opsGauges(p)...)
 	if err := reg.Register(newCacheCollector(a.cache)); err != nil {
 		return a, fmt.Errorf("strata: cache metrics: %w", err)
 	}
@@ -68,6 +70,9 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	a.admin = proxy.NewAdmin(a.proxy, reg)
 	a.srv = a.proxy.HTTPServer()
+	if err := a.openAccessLog(cfg, reg); err != nil {
+		return a, err
+	}
 	a.adminSrv = &fasthttp.Server{Handler: a.admin.Handler, Name: "strata-admin",
 		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
 		Logger: a.proxy.HTTPServer().Logger}
@@ -240,6 +245,9 @@ func (a *app) shutdown() error {
 	}
 	if a.srv != nil {
 		step("stop accepting and drain requests", deadline, a.srv.ShutdownWithContext)
+	}
+	if a.access != nil {
+		step("close access log", time.Now().Add(time.Second), a.access.close)
 	}
 	if a.proxy != nil {
 		step("close proxy (fills)", deadline, a.proxy.Close)

@@ -22,6 +22,10 @@
 // device, and writes not synced) and the next start recovers the device
 // as after a crash. A restart on the same device finds what was flushed.
 //
+// `strata stats [-admin ADDR] [-once]` is the other command: a live view
+// of a running node's /metrics (stats.go). strata takes no positional
+// arguments otherwise, so "stats" first cannot be a config's flags.
+//
 // Exit status: 0 after a clean shutdown, 1 on a runtime error (a device
 // that cannot be opened, a listener that cannot bind, a failed shutdown
 // step, including a cache device that did not answer in time), 2 on a
@@ -53,6 +57,9 @@ func main() {
 // run is the whole program: parse, load, start, wait for a signal or a
 // listener failure, shut down. It returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "stats" {
+		return runStats(args[1:], stdout, stderr)
+	}
 	f, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

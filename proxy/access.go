@@ -1,0 +1,125 @@
+package proxy
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"strata/hybrid"
+	"strata/proxy/internal/httpcache"
+)
+
+// AccessRecord is what the proxy knows of a request that its response
+// does not show, handed to an AccessLogger once the handler returns.
+type AccessRecord struct {
+	// CacheStatus is the request's strata_requests_total label: hit,
+	// miss, stale, bypass or error; "" if the proxy set no Cache-Status.
+	CacheStatus string
+	// Detail is the Cache-Status value after "<ViaName>; ".
+	Detail string
+	// Tier is "memory" or "disk" for a fresh hit, else "none".
+	Tier string
+	// OriginStatus is the origin's status for a request that waited for
+	// the origin (its own exchange, or a shared fill's headers); 0 if it
+	// did not.
+	OriginStatus int
+	// OriginDuration is how long the request waited for the origin's
+	// response headers (a miss of a small body: and its body).
+	OriginDuration time.Duration
+}
+
+// AccessLogger receives each request the handler answered.
+// REQUIRES: LogAccess returns without blocking; ctx and r are valid only
+// during the call.
+type AccessLogger interface {
+	LogAccess(ctx *fasthttp.RequestCtx, r *AccessRecord)
+}
+
+// accessKey is the RequestCtx user value under which a logged request's
+// *AccessRecord travels, so that the miss and pass paths can note the
+// origin's part without a field in every request's state.
+type accessKey struct{}
+
+var accessPool = sync.Pool{New: func() any { return new(AccessRecord) }}
+
+// LoggedHandler wraps h (s's handler, from HTTPServer) so that each
+// request is handed to l after h returns. Requests fasthttp refuses
+// before the handler (malformed, header too large) are not logged.
+func (s *Server) LoggedHandler(h fasthttp.RequestHandler, l AccessLogger) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		r := accessPool.Get().(*AccessRecord)
+		*r = AccessRecord{}
+		ctx.SetUserValue(accessKey{}, r)
+		h(ctx)
+		s.classify(&ctx.Response.Header, r)
+		l.LogAccess(ctx, r)
+		ctx.RemoveUserValue(accessKey{})
+		accessPool.Put(r)
+	}
+}
+
+// classify fills r's cache fields from the Cache-Status the handler set.
+func (s *Server) classify(h *fasthttp.ResponseHeader, r *AccessRecord) {
+	r.Tier = "none"
+	v := h.PeekBytes(httpcache.HeaderCacheStatus)
+	for i := range s.cs {
+		if !bytes.Equal(v, s.cs[i]) {
+			continue
+		}
+		cs := cacheStatus(i)
+		r.CacheStatus, r.Detail = metricStatusNames[cs.metric()], cacheStatusText[cs]
+		switch cs {
+		case csHitMemory:
+			r.Tier = hybrid.TierMemory.String()
+		case csHitDisk:
+			r.Tier = hybrid.TierDisk.String()
+		}
+		return
+	}
+}
+
+// accessRecord is the request's record when it is being logged, else nil.
+func accessRecord(ctx *fasthttp.RequestCtx) *AccessRecord {
+	r, _ := ctx.UserValue(accessKey{}).(*AccessRecord)
+	return r
+}
+
+// originClock returns the time now when the request is being logged, and
+// the zero time (without reading the clock) when not.
+func (s *Server) originClock(ctx *fasthttp.RequestCtx) time.Time {
+	if accessRecord(ctx) == nil {
+		return time.Time{}
+	}
+	return s.opts.Now()
+}
+
+// noteOrigin records the origin's status and the wait since start in a
+// logged request's record; status 0 (the origin failed) records nothing.
+func (s *Server) noteOrigin(ctx *fasthttp.RequestCtx, start time.Time, status int) {
+	if start.IsZero() || status == 0 {
+		return
+	}
+	if r := accessRecord(ctx); r != nil {
+		r.OriginStatus, r.OriginDuration = status, s.opts.Now().Sub(start)
+	}
+}
+
+// noteFill records a miss's wait for its fill's headers: the stored
+// status of a shared fill, 304 for a refreshed record, the origin
+// response's status of a private one.
+func (s *Server) noteFill(ctx *fasthttp.RequestCtx, start time.Time, state fillState, f *fill, resp *fasthttp.Response) {
+	if start.IsZero() {
+		return
+	}
+	switch {
+	case state == fillFailed:
+	case state == fillRefreshed:
+		s.noteOrigin(ctx, start, fasthttp.StatusNotModified)
+	case resp != nil:
+		s.noteOrigin(ctx, start, resp.StatusCode())
+	case state != fillPrivate:
+		s.noteOrigin(ctx, start, f.obj.Status)
+	}
+}

@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+type recordedAccess struct {
+	status int
+	rec    AccessRecord
+}
+
+type accessRecorder struct{ got []recordedAccess }
+
+func (a *accessRecorder) LogAccess(ctx *fasthttp.RequestCtx, r *AccessRecord) {
+	a.got = append(a.got, recordedAccess{ctx.Response.StatusCode(), *r})
+}
+
+// TestLoggedHandler: each request reaches the logger once, after the
+// handler, with its cache status, the tier of a hit, and the origin's
+// status and time for a request that waited for the origin.
+func TestLoggedHandler(t *testing.T) {
+	var p *pair
+	p = newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		p.clock.Advance(5 * time.Millisecond) // the origin's time
+		switch r.URL.Path {
+		case "/private":
+			w.Header().Set("Cache-Control", "private")
+			w.WriteHeader(203)
+		case "/gone":
+			w.Header().Set("Cache-Control", "max-age=60")
+			w.WriteHeader(404)
+		default:
+			w.Header().Set("Cache-Control", "max-age=60")
+		}
+		w.Write([]byte("body"))
+	}, nil)
+	rec := &accessRecorder{}
+	h := p.srv.LoggedHandler(p.srv.handler, rec)
+	for _, tc := range []struct {
+		method, path string
+		want         recordedAccess
+	}{
+		{"GET", "/a", recordedAccess{200, AccessRecord{"miss", "fwd=uri-miss; stored", "none", 200, 5 * time.Millisecond}}},
+		{"GET", "/a", recordedAccess{200, AccessRecord{"hit", "hit; detail=memory", "memory", 0, 0}}},
+		{"HEAD", "/a", recordedAccess{200, AccessRecord{"hit", "hit; detail=memory", "memory", 0, 0}}},
+		{"POST", "/a", recordedAccess{200, AccessRecord{"bypass", "fwd=bypass", "none", 200, 5 * time.Millisecond}}},
+		{"GET", "/private", recordedAccess{203, AccessRecord{"miss", "fwd=uri-miss", "none", 203, 5 * time.Millisecond}}},
+		{"GET", "/gone", recordedAccess{404, AccessRecord{"miss", "fwd=uri-miss; stored", "none", 404, 5 * time.Millisecond}}},
+	} {
+		var req fasthttp.Request
+		req.Header.SetMethod(tc.method)
+		req.SetRequestURI("http://example.com" + tc.path)
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1234}, nil)
+		n := len(rec.got)
+		h(&ctx)
+		if len(rec.got) != n+1 {
+			t.Fatalf("%s %s: logged %d times", tc.method, tc.path, len(rec.got)-n)
+		}
+		if got := rec.got[n]; got != tc.want {
+			t.Errorf("%s %s: logged %+v, want %+v", tc.method, tc.path, got, tc.want)
+		}
+		if ctx.UserValue(accessKey{}) != nil {
+			t.Errorf("%s %s: the record stays on the request", tc.method, tc.path)
+		}
+		if s := ctx.Response.BodyStream(); s != nil {
+			if c, ok := s.(interface{ Close() error }); ok {
+				c.Close()
+			}
+		}
+	}
+}
+
+// TestNoteWithoutLogger: the unlogged path neither reads the clock for
+// the origin's part nor records anything.
+func TestNoteWithoutLogger(t *testing.T) {
+	p := newPair(t, cacheable("x"), nil)
+	var ctx fasthttp.RequestCtx
+	if !p.srv.originClock(&ctx).IsZero() {
+		t.Error("originClock read the clock for an unlogged request")
+	}
+	p.srv.noteOrigin(&ctx, time.Now(), 200) // must not panic or record
+	if accessRecord(&ctx) != nil {
+		t.Error("an unlogged request got a record")
+	}
+}
+
+type nopAccessLogger struct{ n int }
+
+func (l *nopAccessLogger) LogAccess(*fasthttp.RequestCtx, *AccessRecord) { l.n++ }
+
+// TestLoggedHitAllocs: the logging wrapper adds no allocation to a
+// memory hit. Skipped under -race.
+func TestLoggedHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations differ under -race")
+	}
+	p := newPair(t, cacheable("small body"), nil)
+	p.get("/alloc")
+	l := &nopAccessLogger{}
+	h := p.srv.LoggedHandler(p.srv.handler, l)
+	var ctx fasthttp.RequestCtx
+	serve := func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetHost("example.com")
+		ctx.Request.Header.SetRequestURI("/alloc")
+		h(&ctx)
+	}
+	serve()
+	if n := testing.AllocsPerRun(200, serve); n != 0 {
+		t.Fatalf("a logged hit allocates %.1f times", n)
+	}
+	if l.n != 202 {
+		t.Errorf("logged %d requests, want 202", l.n)
+	}
+}

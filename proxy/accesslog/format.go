@@ -1,0 +1,173 @@
+package accesslog
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Entry is one request as the log records it. The byte slices are
+// borrowed: valid only during Log.Write, which copies what it keeps.
+type Entry struct {
+	Time      time.Time  // when the request arrived
+	Remote    netip.Addr // the client's address
+	Method    []byte
+	URI       []byte // the request target as sent
+	Proto     []byte // "HTTP/1.1"
+	Referer   []byte
+	UserAgent []byte
+	Status    int
+	Bytes     int64         // body bytes of the response; 0 for HEAD, 304 and 204
+	Duration  time.Duration // from arrival to the response handed to the connection
+
+	CacheStatus string // hit, miss, stale, bypass, error (strata_requests_total's labels)
+	Detail      string // the Cache-Status value after "strata; "
+	Tier        string // memory, disk, or none
+
+	OriginStatus   int           // 0: the request did not wait for the origin
+	OriginDuration time.Duration // time to the origin's response headers
+}
+
+const (
+	combinedTime = "02/Jan/2006:15:04:05 -0700"
+	jsonTime     = "2006-01-02T15:04:05.000Z07:00"
+)
+
+// AppendCombined appends e as one NCSA combined line (Apache's
+// "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-agent}i\"") and a
+// newline: an empty referer or user agent is "-", a body of 0 bytes is
+// "-" as %b writes it, and quotes, backslashes and bytes outside
+// printable ASCII in the quoted fields are escaped as Apache escapes
+// them (\", \\, \xhh), so a line is always one line.
+func AppendCombined(dst []byte, e *Entry) []byte {
+	dst = appendAddr(dst, e.Remote)
+	dst = append(dst, " - - ["...)
+	dst = e.Time.AppendFormat(dst, combinedTime)
+	dst = append(dst, "] \""...)
+	dst = appendEscaped(dst, e.Method)
+	dst = append(dst, ' ')
+	dst = appendEscaped(dst, e.URI)
+	dst = append(dst, ' ')
+	dst = appendEscaped(dst, e.Proto)
+	dst = append(dst, "\" "...)
+	dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	dst = append(dst, ' ')
+	if e.Bytes > 0 {
+		dst = strconv.AppendInt(dst, e.Bytes, 10)
+	} else {
+		dst = append(dst, '-')
+	}
+	dst = append(dst, " \""...)
+	dst = appendOrDash(dst, e.Referer)
+	dst = append(dst, "\" \""...)
+	dst = appendOrDash(dst, e.UserAgent)
+	return append(dst, "\"\n"...)
+}
+
+func appendAddr(dst []byte, a netip.Addr) []byte {
+	if !a.IsValid() {
+		return append(dst, '-')
+	}
+	return a.Unmap().AppendTo(dst)
+}
+
+func appendOrDash(dst, b []byte) []byte {
+	if len(b) == 0 {
+		return append(dst, '-')
+	}
+	return appendEscaped(dst, b)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendEscaped(dst, b []byte) []byte {
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c >= 0x7f:
+			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// AppendJSON appends e as one JSON object and a newline. Fields: time
+// (RFC 3339, milliseconds), remote, method, uri, proto, status, bytes,
+// duration_ms, cache_status, cache_detail, tier, referer, user_agent,
+// and origin_status and origin_ms when the request waited for the
+// origin. Strings are escaped per RFC 8259; invalid UTF-8 becomes U+FFFD.
+func AppendJSON(dst []byte, e *Entry) []byte {
+	dst = append(dst, `{"time":"`...)
+	dst = e.Time.AppendFormat(dst, jsonTime)
+	dst = append(dst, `","remote":"`...)
+	if e.Remote.IsValid() {
+		dst = e.Remote.Unmap().AppendTo(dst)
+	}
+	dst = appendJSONField(dst, "method", e.Method)
+	dst = appendJSONField(dst, "uri", e.URI)
+	dst = appendJSONField(dst, "proto", e.Proto)
+	dst = append(dst, `","status":`...)
+	dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	dst = append(dst, `,"bytes":`...)
+	dst = strconv.AppendInt(dst, max(e.Bytes, 0), 10)
+	dst = append(dst, `,"duration_ms":`...)
+	dst = appendMillis(dst, e.Duration)
+	dst = append(dst, `,"cache_status":"`...)
+	dst = appendJSONString(dst, e.CacheStatus)
+	dst = appendJSONField(dst, "cache_detail", []byte(e.Detail))
+	dst = appendJSONField(dst, "tier", []byte(e.Tier))
+	dst = appendJSONField(dst, "referer", e.Referer)
+	dst = appendJSONField(dst, "user_agent", e.UserAgent)
+	dst = append(dst, '"')
+	if e.OriginStatus != 0 {
+		dst = append(dst, `,"origin_status":`...)
+		dst = strconv.AppendInt(dst, int64(e.OriginStatus), 10)
+		dst = append(dst, `,"origin_ms":`...)
+		dst = appendMillis(dst, e.OriginDuration)
+	}
+	return append(dst, "}\n"...)
+}
+
+// appendJSONField closes the previous string value and appends
+// `,"name":"value` (its closing quote left to the next field).
+func appendJSONField(dst []byte, name string, v []byte) []byte {
+	dst = append(dst, `","`...)
+	dst = append(dst, name...)
+	dst = append(dst, `":"`...)
+	return appendJSONString(dst, v)
+}
+
+func appendMillis(dst []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(dst, float64(max(d, 0))/1e6, 'f', 3, 64)
+}
+
+// appendJSONString appends s's characters escaped for a JSON string.
+func appendJSONString[T string | []byte](dst []byte, s T) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune([]byte(s[i:min(i+utf8.UTFMax, len(s))]))
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
+}
