@@ -35,6 +35,7 @@ type Engine struct {
 	queued  atomic.Int64  // bytes accepted and not yet written
 	zeroBlk []byte
 	bufs    bufPool
+	fillAdm FillAdmitter // Options.Admission, if it is one
 
 	gate gate // operations enter it; Close shuts it
 
@@ -72,6 +73,7 @@ func Open(dev blockdev.Device, opts Options) (*Engine, error) {
 		abort:       make(chan struct{}),
 	}
 	e.bufs.bs = int(lay.blockSize)
+	e.fillAdm, _ = opts.Admission.(FillAdmitter)
 	e.gate.init()
 	e.health.init(e)
 	e.regions.readers.L = &e.regions.readerMu
@@ -194,8 +196,8 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 // admit asks Options.Admission (non-nil) about an Insert: with the
 // engine as the device when it is a FillAdmitter.
 func (e *Engine) admit(h uint64, size int) bool {
-	if fa, ok := e.opts.Admission.(FillAdmitter); ok {
-		return fa.AdmitTo(e, h, size)
+	if e.fillAdm != nil {
+		return e.fillAdm.AdmitTo(e, h, size)
 	}
 	return e.opts.Admission.Admit(h, size)
 }
