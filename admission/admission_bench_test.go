@@ -178,3 +178,30 @@ func BenchmarkClock(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFillerAdmitTo is the Filler's throttled path, where it asks the
+// device and its endurance bucket: "fill" (the device fills: a Fill, which
+// also caps the rate's debt with a CAS), "full" (the device has no room:
+// Throttled after one Filling call), both on a CoarseClock as in the
+// binary.
+func BenchmarkFillerAdmitTo(b *testing.B) {
+	for _, regime := range []string{"fill", "full"} {
+		b.Run(regime, func(b *testing.B) {
+			c := NewCoarseClock(time.Millisecond)
+			b.Cleanup(func() { c.Close(context.Background()) })
+			f, err := NewFiller(RateOptions{BytesPerSecond: mib, Clock: c}, FillOptions{DeviceBytes: 1 << 50})
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Charge(1 << 40) // the rate overdrawn for hours
+			dev := filling(regime == "fill")
+			want := map[string]Decision{"fill": Fill, "full": Throttled}[regime]
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if d := f.AdmitTo(&dev, uint64(i), 4096); d != want {
+					b.Fatalf("%v, want %v", d, want)
+				}
+			}
+		})
+	}
+}

@@ -31,9 +31,12 @@ type Controller interface {
 }
 
 // Decision is a Controller's answer. It is more than a bool so that hybrid
-// can count the two kinds of "no" apart: Rejected (the key is not worth a
-// disk write; working as intended) and Throttled (the disk write budget is
-// spent; an operator may want a higher rate).
+// can count the kinds of "yes" and "no" apart: Rejected (the key is not
+// worth a disk write; working as intended), Throttled (the per-second
+// write budget is spent; an operator may want a higher rate), OverBudget
+// (the device had room to fill, but the day's endurance budget is spent),
+// Admitted (within the per-second rate) and Fill (past the rate, to fill
+// a device's free space; see Filler).
 type Decision uint8
 
 const (
@@ -45,12 +48,19 @@ const (
 	// Throttled: the entry may be worth writing, but the byte budget is
 	// spent for now.
 	Throttled
+	// Fill: admitted past the per-second rate, because the device can
+	// take it without overwriting live data (Filler).
+	Fill
+	// OverBudget: throttled although the device had room to fill: the
+	// endurance budget (Filler) is spent for today.
+	OverBudget
 )
 
-// OK reports whether d is Admitted.
-func (d Decision) OK() bool { return d == Admitted }
+// OK reports whether d lets the entry be written: Admitted or Fill.
+func (d Decision) OK() bool { return d == Admitted || d == Fill }
 
-// String returns "admitted", "rejected", "throttled" or "invalid".
+// String returns "admitted", "rejected", "throttled", "fill",
+// "over-budget" or "invalid".
 func (d Decision) String() string {
 	switch d {
 	case Admitted:
@@ -59,6 +69,10 @@ func (d Decision) String() string {
 		return "rejected"
 	case Throttled:
 		return "throttled"
+	case Fill:
+		return "fill"
+	case OverBudget:
+		return "over-budget"
 	default:
 		return "invalid"
 	}
@@ -71,11 +85,14 @@ var _ Controller = chain(nil)
 
 // Chain returns a Controller that admits only what every member admits.
 // Admit asks the members in order and returns the first answer that is not
-// Admitted, so later members are not asked (put the one whose "no" says
+// OK, so later members are not asked (put the one whose "no" says
 // more first: a frequency filter before a rate limiter makes Rejected mean
 // "cold" and Throttled mean "hot but over budget"). Record and Charge go to
 // every member. Nil members are skipped and nested chains are flattened;
 // Chain() admits everything, and a chain of one member is that member.
+// The chain is a DeviceController: AdmitTo passes the device to the
+// members that are, and asks the others Admit; its answer is Fill when a
+// member said Fill and none said no.
 func Chain(controllers ...Controller) Controller {
 	flat := make(chain, 0, len(controllers))
 	for _, c := range controllers {
@@ -95,12 +112,22 @@ func Chain(controllers ...Controller) Controller {
 
 // Admit implements Controller.
 func (ch chain) Admit(hash uint64, size int) Decision {
+	return ch.AdmitTo(nil, hash, size)
+}
+
+// AdmitTo implements DeviceController.
+func (ch chain) AdmitTo(dev Device, hash uint64, size int) Decision {
+	out := Admitted
 	for _, c := range ch {
-		if d := c.Admit(hash, size); d != Admitted {
+		d := admitTo(c, dev, hash, size)
+		if !d.OK() {
 			return d
 		}
+		if d == Fill {
+			out = Fill
+		}
 	}
-	return Admitted
+	return out
 }
 
 // Record implements Controller.

@@ -116,6 +116,9 @@ func TestNewDisabled(t *testing.T) {
 		{"both disabled admit all", Options{Frequency: FrequencyOptions{Disabled: true}, RateLimit: RateOptions{Disabled: true}}, "chain"},
 		{"only the limiter", Options{Frequency: FrequencyOptions{Disabled: true}}, "*RateLimiter"},
 		{"only the filter", Options{RateLimit: RateOptions{Disabled: true}}, "*FrequencyFilter"},
+		{"only the filler", Options{Frequency: FrequencyOptions{Disabled: true}, Fill: FillOptions{DeviceBytes: 1 << 30}}, "*Filler"},
+		{"fill disabled", Options{Frequency: FrequencyOptions{Disabled: true}, Fill: FillOptions{Disabled: true, DeviceBytes: 1 << 30}}, "*RateLimiter"},
+		{"fill without the rate", Options{Frequency: FrequencyOptions{Disabled: true}, RateLimit: RateOptions{Disabled: true}, Fill: FillOptions{DeviceBytes: 1 << 30}}, "chain"},
 		{"disabled members are not validated", Options{Frequency: FrequencyOptions{Disabled: true, Keys: -1}, RateLimit: RateOptions{Disabled: true, BytesPerSecond: -1}}, "chain"},
 	}
 	for _, tt := range tests {
@@ -135,6 +138,8 @@ func TestNewDisabled(t *testing.T) {
 				got = "*RateLimiter"
 			case *FrequencyFilter:
 				got = "*FrequencyFilter"
+			case *Filler:
+				got = "*Filler"
 			}
 			if got != tt.want {
 				t.Fatalf("New built %T, want %s", c, tt.want)
@@ -147,13 +152,16 @@ func TestChainAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
-	c, err := New(Options{})
+	c, err := New(Options{Fill: FillOptions{DeviceBytes: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	dc := c.(DeviceController)
+	dev := filling(true)
 	n := testing.AllocsPerRun(1000, func() {
 		c.Record(5)
 		c.Admit(5, 4096)
+		dc.AdmitTo(&dev, 5, 4096)
 		c.Charge(4096)
 	})
 	if n != 0 {

@@ -29,9 +29,19 @@
 //     accessed at least MinFrequency times (default 2) in the recent
 //     window, so one-hit wonders stay off the disk; it only works if the
 //     memory tier feeds it accesses through Record.
+//   - Filler: work-conserving admission. The RateLimiter for the steady
+//     state; past its rate, an entry bound for a device that can take it
+//     without overwriting live data (never-written space, a short write
+//     queue, no read waiting: the Device interface) is admitted as Fill,
+//     under an endurance budget of drive writes per day (default 1), else
+//     OverBudget. A fresh device thus fills at device speed.
 //   - Chain: all members must admit. New(Options) builds the default
 //     chain: frequency filter first (its "no" is Rejected: cold), then the
-//     rate limiter (its "no" is Throttled: over budget).
+//     rate limiter, a Filler when it knows the device's size (its "no" is
+//     Throttled: over the rate, or OverBudget: over the endurance budget).
+//
+// A DeviceController (Filler, and any Chain) also answers AdmitTo(dev,
+// hash, size): hybrid's disk engine passes itself as the Device.
 //
 // # Concurrency and cost
 //
@@ -44,7 +54,7 @@
 // simulated in microseconds. The rate limiter reads its clock only when the
 // bucket may be empty, so the choice matters when writes are throttled.
 //
-// Not here (yet): a daily write budget with a tuned admit probability
-// (CacheLib's DynamicRandomAP), size-based admission, and expiry-based
-// rejection; each would be one more Controller in the chain.
+// Not here (yet): a tuned admit probability that spreads the daily budget
+// over the day (CacheLib's DynamicRandomAP), size-based admission, and
+// expiry-based rejection; each would be one more Controller in the chain.
 package admission

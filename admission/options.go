@@ -8,12 +8,34 @@ import (
 )
 
 // Options configures the admission controller New builds: a frequency
-// filter then a rate limiter, each of which can be disabled.
+// filter then a rate limiter (a Filler when Fill is on and knows the
+// device's size), each of which can be disabled.
 type Options struct {
 	// Frequency configures the TinyLFU filter. Enabled by default.
 	Frequency FrequencyOptions
 	// RateLimit configures the byte-rate limiter. Enabled by default.
 	RateLimit RateOptions
+	// Fill lets a device with free space fill past RateLimit, under an
+	// endurance budget (Filler). Enabled by default, but it needs
+	// Fill.DeviceBytes; it uses RateLimit.Clock.
+	Fill FillOptions
+}
+
+// FillOptions configures the endurance budget of a Filler.
+type FillOptions struct {
+	// Disabled leaves the rate limiter alone: no write past its rate.
+	// Default false.
+	Disabled bool
+	// DriveWritesPerDay is the endurance budget: the bytes written in a
+	// day (all of them, rate-admitted ones included) after which a device
+	// with free space no longer fills past the rate, as a multiple of
+	// DeviceBytes. Default 1, as datacenter flash is commonly rated
+	// (1–3 DWPD over 5 years); at most 100.
+	DriveWritesPerDay float64
+	// DeviceBytes is the disk tier's size (every device's together), which
+	// DriveWritesPerDay multiplies. Default 0: unknown, and New builds a
+	// plain rate limiter; the binary sets it from the devices it opened.
+	DeviceBytes int64
 }
 
 // RateOptions configures a RateLimiter.
@@ -63,22 +85,26 @@ type FrequencyOptions struct {
 // Defaults.
 const (
 	DefaultBytesPerSecond = 64 << 20
-	DefaultMinFrequency   = 2
-	DefaultKeys           = 1 << 18
-	DefaultWindowPerKey   = 10
-	maxMinFrequency       = 16 // 15 in a 4-bit counter + 1 from the doorkeeper
-	minKeys               = 64
-	maxKeys               = 1 << 30
-	maxWindow             = 1 << 34
-	maxShards             = 1024
-	minShardWords         = 512 // 4 KiB of counters per shard
-	maxBurstSeconds       = 3600
+	// DefaultDriveWritesPerDay is FillOptions.DriveWritesPerDay's default.
+	DefaultDriveWritesPerDay = 1.0
+	maxDriveWritesPerDay     = 100
+	DefaultMinFrequency      = 2
+	DefaultKeys              = 1 << 18
+	DefaultWindowPerKey      = 10
+	maxMinFrequency          = 16 // 15 in a 4-bit counter + 1 from the doorkeeper
+	minKeys                  = 64
+	maxKeys                  = 1 << 30
+	maxWindow                = 1 << 34
+	maxShards                = 1024
+	minShardWords            = 512 // 4 KiB of counters per shard
+	maxBurstSeconds          = 3600
 )
 
 // EnsureDefaults fills every zero field with its default.
 func (o *Options) EnsureDefaults() {
 	o.Frequency.EnsureDefaults()
 	o.RateLimit.EnsureDefaults()
+	o.Fill.EnsureDefaults()
 }
 
 // Validate reports every problem of the enabled members at once, each
@@ -91,12 +117,17 @@ func (o *Options) Validate() error {
 	if !o.RateLimit.Disabled {
 		errs = append(errs, o.RateLimit.Validate())
 	}
+	if !o.Fill.Disabled {
+		errs = append(errs, o.Fill.Validate())
+	}
 	return errors.Join(errs...)
 }
 
 // New builds the Controller o describes: Chain(frequency filter, rate
-// limiter) without the disabled members. With both disabled it admits
-// everything. It applies EnsureDefaults to a copy of o, then Validate.
+// limiter) without the disabled members, the rate limiter being a Filler
+// when Fill is enabled and Fill.DeviceBytes > 0. With both disabled it
+// admits everything. It applies EnsureDefaults to a copy of o, then
+// Validate.
 func New(o Options) (Controller, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -110,7 +141,15 @@ func New(o Options) (Controller, error) {
 		}
 		cs = append(cs, f)
 	}
-	if !o.RateLimit.Disabled {
+	switch {
+	case o.RateLimit.Disabled:
+	case !o.Fill.Disabled && o.Fill.DeviceBytes > 0:
+		f, err := NewFiller(o.RateLimit, o.Fill)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, f)
+	default:
 		l, err := NewRateLimiter(o.RateLimit)
 		if err != nil {
 			return nil, err
@@ -118,6 +157,31 @@ func New(o Options) (Controller, error) {
 		cs = append(cs, l)
 	}
 	return Chain(cs...), nil
+}
+
+// EnsureDefaults fills every zero field with its default.
+func (o *FillOptions) EnsureDefaults() {
+	if o.DriveWritesPerDay == 0 {
+		o.DriveWritesPerDay = DefaultDriveWritesPerDay
+	}
+}
+
+// Validate reports every problem at once, each wrapping ErrInvalidOptions.
+func (o *FillOptions) Validate() error {
+	var errs []error
+	if !(o.DriveWritesPerDay > 0 && o.DriveWritesPerDay <= maxDriveWritesPerDay) { // NaN too
+		errs = append(errs, fmt.Errorf("%w: fill.drive_writes_per_day %g must be in (0, %d]",
+			ErrInvalidOptions, o.DriveWritesPerDay, maxDriveWritesPerDay))
+	}
+	if o.DeviceBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: fill.device_bytes %d must be >= 0", ErrInvalidOptions, o.DeviceBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// BytesPerDay is the endurance budget: DriveWritesPerDay × DeviceBytes.
+func (o *FillOptions) BytesPerDay() int64 {
+	return int64(o.DriveWritesPerDay * float64(o.DeviceBytes))
 }
 
 // EnsureDefaults fills every zero field with its default.

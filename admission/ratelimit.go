@@ -61,18 +61,33 @@ func NewRateLimiter(o RateOptions) (*RateLimiter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	l := &RateLimiter{
-		clock:     o.Clock,
-		nsPerByte: float64(time.Second) / float64(o.BytesPerSecond),
-		rate:      o.BytesPerSecond,
-		burst:     o.BurstBytes,
-	}
+	return newBucket(o.Clock, float64(time.Second)/float64(o.BytesPerSecond), o.BytesPerSecond, o.BurstBytes), nil
+}
+
+// newBucket returns a full bucket refilling one byte every nsPerByte
+// nanoseconds up to burst bytes; rate is only reported by String. It does
+// not validate: the Filler's endurance budget refills over a day, past
+// what RateOptions allows.
+func newBucket(clock Clock, nsPerByte float64, rate, burst int64) *RateLimiter {
+	l := &RateLimiter{clock: clock, nsPerByte: nsPerByte, rate: rate, burst: burst}
 	// Rounded down, so rounding never admits more.
-	l.burstNanos = max(1, int64(min(float64(o.BurstBytes)*l.nsPerByte, maxNanos)))
+	l.burstNanos = max(1, int64(min(float64(burst)*l.nsPerByte, maxNanos)))
 	now := l.clock.Nanotime()
 	l.empty.Store(now - l.burstNanos)
 	l.seen.Store(now)
-	return l, nil
+	return l
+}
+
+// capDebt forgives what Charge overdrew beyond maxDebt nanoseconds of
+// refill, so that the bucket is admitting again at most maxDebt from now.
+func (l *RateLimiter) capDebt(maxDebt int64) {
+	ceil := l.clock.Nanotime() + maxDebt
+	for {
+		old := l.empty.Load()
+		if old <= ceil || l.empty.CompareAndSwap(old, ceil) {
+			return
+		}
+	}
 }
 
 // nanosFor returns how long the bucket takes to refill n bytes, rounded

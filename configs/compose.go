@@ -100,13 +100,21 @@ func checkPart(ps *problems, field string, ensure func(), validate func() error)
 	}
 }
 
-// admissionOptions: min_frequency 0 turns the frequency filter off.
+// admissionOptions: min_frequency 0 turns the frequency filter off,
+// drive_writes_per_day -1 the fill past rate. Fill.DeviceBytes is left
+// for the binary to set from the devices it opens (a size of 0 is the
+// whole device, known only then).
 func (c *Config) admissionOptions() admission.Options {
 	a := c.Cache.Disk.Admission
-	return admission.Options{
+	o := admission.Options{
 		RateLimit: admission.RateOptions{BytesPerSecond: int64(a.Rate), BurstBytes: a.Burst.Bytes()},
 		Frequency: admission.FrequencyOptions{Disabled: a.MinFrequency == 0, MinFrequency: a.MinFrequency},
+		Fill:      admission.FillOptions{Disabled: a.DriveWritesPerDay < 0},
 	}
+	if a.DriveWritesPerDay > 0 {
+		o.Fill.DriveWritesPerDay = a.DriveWritesPerDay
+	}
+	return o
 }
 
 // superblockBytes is what the engine keeps before the first region: two

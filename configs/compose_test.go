@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"strata/admission"
 	"strata/hybrid"
 	"strata/hybrid/disk"
 	"strata/hybrid/memory"
@@ -54,6 +55,32 @@ func TestCompose(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestComposeFill: drive_writes_per_day reaches admission's Fill options;
+// -1 turns the fill past rate off. DeviceBytes is the binary's to set.
+func TestComposeFill(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		disabled   bool
+		dwpd       float64
+	}{
+		{"default", "", false, admission.DefaultDriveWritesPerDay},
+		{"fractional", "drive_writes_per_day: 0.3", false, 0.3},
+		{"several", "drive_writes_per_day: 3", false, 3},
+		{"off", "drive_writes_per_day: -1", true, admission.DefaultDriveWritesPerDay},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := composeWith(t, "cache: {disk: {path: /tmp/x, size: 1GiB, admission: {"+tc.yaml+"}}}\n", Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := p.Admission.Fill
+			if f.Disabled != tc.disabled || f.DriveWritesPerDay != tc.dwpd || f.DeviceBytes != 0 {
+				t.Fatalf("fill options %+v, want disabled %v, dwpd %g, no device bytes", f, tc.disabled, tc.dwpd)
+			}
+		})
 	}
 }
 

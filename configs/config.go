@@ -135,11 +135,15 @@ func (d *Disk) deviceField(i int, sub string) string {
 	return fmt.Sprintf("cache.disk.devices[%d]%s", i, sub)
 }
 
-// Admission decides what reaches the disk.
+// Admission decides what reaches the disk. Rate caps the steady state;
+// a device with never-written space fills past it, as fast as its
+// flushers write, until the day's writes reach DriveWritesPerDay of the
+// disk tier's size (admission.Filler).
 type Admission struct {
-	Rate         Rate `yaml:"rate"`          // disk write budget; default 64MiB/s
-	Burst        Size `yaml:"burst"`         // token bucket depth; default 2 × region size
-	MinFrequency int  `yaml:"min_frequency"` // accesses before admission; default 0 (off)
+	Rate              Rate    `yaml:"rate"`                 // steady-state disk write budget; default 64MiB/s
+	Burst             Size    `yaml:"burst"`                // token bucket depth; default 2 × region size
+	MinFrequency      int     `yaml:"min_frequency"`        // accesses before admission; default 0 (off)
+	DriveWritesPerDay float64 `yaml:"drive_writes_per_day"` // endurance budget of filling past rate; default 1; -1: never past rate
 }
 
 // Key shapes the cache key (scheme, host, path and query by default).

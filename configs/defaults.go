@@ -28,6 +28,7 @@ const (
 	DefaultFlushers        = disk.DefaultFlushers
 	DefaultReclaimers      = disk.DefaultReclaimers
 	DefaultAdmissionRate   = admission.DefaultBytesPerSecond
+	DefaultDriveWrites     = admission.DefaultDriveWritesPerDay
 	DefaultRuntime         = string(disk.DefaultRuntime)
 	DefaultReadWorkers     = disk.DefaultReadWorkers
 	DefaultWriteWorkers    = disk.DefaultFlushers // the disk default: one per flusher
@@ -116,6 +117,9 @@ func (c *Cache) ensureDefaults() {
 		d.Admission.Rate = Rate(DefaultAdmissionRate)
 	}
 	setSize(&d.Admission.Burst, 2*int64(d.RegionSize))
+	if d.Admission.DriveWritesPerDay == 0 {
+		d.Admission.DriveWritesPerDay = DefaultDriveWrites
+	}
 	setStr(&d.Runtime, DefaultRuntime)
 	setInt(&d.ReadWorkers, DefaultReadWorkers)
 	setInt(&d.WriteWorkers, DefaultWriteWorkers)

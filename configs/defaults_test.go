@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"strata/admission"
 	"strata/hybrid"
 	"strata/hybrid/disk"
 	"strata/hybrid/memory"
@@ -40,6 +41,12 @@ func TestPackagesApplyDefaults(t *testing.T) {
 	sameScalars(t, "hybrid.Options", parts.Cache, cache, nil)
 	sameScalars(t, "memory.Options", parts.Cache.Memory, *new(memory.Options).EnsureDefaults(), nil)
 	sameScalars(t, "disk.Options", parts.Cache.Disk, *new(disk.Options).EnsureDefaults(), map[string]bool{"QueueBytes": true})
+
+	var adm admission.Options
+	adm.EnsureDefaults()
+	// The binary sets DeviceBytes from the devices it opens.
+	sameScalars(t, "admission.FillOptions", parts.Admission.Fill, adm.Fill, map[string]bool{"DeviceBytes": true})
+	sameScalars(t, "admission.RateOptions", parts.Admission.RateLimit, adm.RateLimit, map[string]bool{"BurstBytes": true})
 }
 
 // sameScalars compares the scalar fields (numbers, strings, bools,

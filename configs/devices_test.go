@@ -32,12 +32,12 @@ func TestDevicesCompose(t *testing.T) {
 	if p.Proxy.Purge.StateFile != "/tmp/strata-a.cache.purge" {
 		t.Errorf("purge state file %q", p.Proxy.Purge.StateFile)
 	}
-	// Per device: (2·2 + 1) · 4 MiB buffers, 8 readers · 2 MiB; the
-	// index: 1.5 GiB / 1024.
-	if want := 2*(20*MiB+16*MiB) + 1536*KiB; p.Memory.Disk != want {
+	// Per device: (2·2 + 1) · 4 MiB buffers, the write queue's 2·2 · 4 MiB
+	// floor, 8 readers · 2 MiB; the index: 1.5 GiB / 1024.
+	if want := 2*(20*MiB+16*MiB+16*MiB) + 1536*KiB; p.Memory.Disk != want {
 		t.Errorf("disk budget %s, want %s", mib(p.Memory.Disk), mib(want))
 	}
-	if want := p.Memory.work() / 8 / 2; p.Cache.Disk.QueueBytes != want {
+	if want := 16*MiB + p.Memory.work()/8/2; p.Cache.Disk.QueueBytes != want {
 		t.Errorf("queue per device %s, want %s", mib(p.Cache.Disk.QueueBytes), mib(want))
 	}
 

@@ -11,12 +11,13 @@ import (
 //
 //	runtime   32 MiB + capacity/16      Go runtime and binary, metrics, memory-tier tables
 //	disk      devices · ((2·flushers + reclaimers) · buffer_size   write buffers, reclaim scans
+//	            + 2·flushers · buffer_size                     write queue: what the buffers mirror
 //	            + read_workers · pow2(slice_size + 64 KiB))       read buffers
 //	          + total disk size / 1024                      index (≈24 B per entry of ≥ 24 KiB)
 //	conns     limits.max_conns · (max_header_bytes + 8 KiB)   client connections
 //	          + Σ origins[].max_conns · (max_header_bytes + 8 KiB)  origin connections
 //	work      the rest, at least 32 MiB (64 MiB when limits.memory is derived):
-//	          1/8 disk write queues, shared by the devices (pooled items up to twice that),
+//	          1/8 more disk write queue, shared by the devices (pooled items up to twice that),
 //	          1/4 large fills, 1/8 small fills, 1/4 buffers of responses
 //	          streaming stored sliced bodies, the rest other responses in
 //	          flight and garbage not yet collected.
@@ -95,8 +96,21 @@ func (c *Config) diskBudget() int64 {
 	for _, dev := range devs {
 		size += dev.Size.Bytes()
 	}
-	perDevice := int64(2*d.Flushers+d.Reclaimers)*buf + int64(d.ReadWorkers)*read
+	perDevice := int64(2*d.Flushers+d.Reclaimers)*buf + queueFloor(d.Flushers, buf) + int64(d.ReadWorkers)*read
 	return int64(len(devs))*perDevice + size/budgetIndexDiv
+}
+
+// queueFloor is the part of each device's write queue the disk term
+// holds: what its flushers' buffers take in one cycle (each fills one
+// buffer while it writes the other). The queue counts an entry until it
+// is written, so a bound below this leaves a flusher waiting on the
+// device with the queue full: entries are dropped (reason "queue") or,
+// while a fresh device fills, refused by admission, whose fill stops at
+// half the queue, although the device is writing as fast as it can. With
+// the default config and a derived budget the queue was 8 MiB, half the
+// flushers' 16 MiB.
+func queueFloor(flushers int, bufferSize int64) int64 {
+	return 2 * int64(flushers) * bufferSize
 }
 
 // Short reports a budget (from a memory cgroup) that leaves less than the
@@ -106,10 +120,11 @@ func (b *Budget) Short() bool { return b.Work < budgetWorkMin }
 // work is the working memory the pools are sized from.
 func (b *Budget) work() int64 { return max(b.Work, budgetWorkMin) }
 
-// QueueBytes is each of n devices' disk write queue bound: together an
-// eighth of work, each at least one buffer.
-func (b *Budget) QueueBytes(bufferSize int64, n int) int64 {
-	return max(b.work()/8/int64(max(n, 1)), bufferSize)
+// QueueBytes is each of n devices' disk write queue bound: the flushers'
+// cycle (queueFloor, held in the disk term) plus its share of an eighth
+// of work.
+func (b *Budget) QueueBytes(flushers int, bufferSize int64, n int) int64 {
+	return queueFloor(flushers, bufferSize) + b.work()/8/int64(max(n, 1))
 }
 
 // MaxLargeFills is how many large fills a quarter of work holds (each
@@ -147,7 +162,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1fMiB", float64(n)/float64(MiB)
 func (p *Parts) applyBudget() {
 	b := &p.Memory
 	if n := len(p.Devices); n > 0 {
-		p.Cache.Disk.QueueBytes = b.QueueBytes(int64(p.Cache.Disk.BufferSize), n)
+		p.Cache.Disk.QueueBytes = b.QueueBytes(p.Cache.Disk.Flushers, int64(p.Cache.Disk.BufferSize), n)
 	}
 	px := &p.Proxy
 	px.MaxLargeFills = b.MaxLargeFills(px.MaxLargeFills, int64(px.FillWindow), int64(px.SliceSize))

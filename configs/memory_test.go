@@ -24,8 +24,9 @@ func composeWith(t *testing.T, yaml string, o Overrides) (*Parts, error) {
 // config, and the write queue and fill bounds follow from its work share.
 func TestBudget(t *testing.T) {
 	const disk = "cache: {memory: {capacity: 64MiB}, disk: {path: /tmp/x, size: 512MiB}}\n"
-	// Default disk: (2·2 + 1) · 4 MiB buffers, 8 readers · 2 MiB, 512 KiB index.
-	diskTerm := 20*MiB + 16*MiB + 512*KiB
+	// Default disk: (2·2 + 1) · 4 MiB buffers, the write queue's floor of
+	// 2·2 · 4 MiB, 8 readers · 2 MiB, 512 KiB index.
+	diskTerm := 20*MiB + 16*MiB + 16*MiB + 512*KiB
 	// Client connections: header buffer + 8 KiB; origin connections: the
 	// 64 KiB response-header buffer + 8 KiB.
 	conns := 10000*(16*KiB+8*KiB) + 512*(64*KiB+8*KiB)
@@ -37,7 +38,7 @@ func TestBudget(t *testing.T) {
 		queue            int64
 		largeFills, fill int
 	}{
-		{"derived", disk, 0, 64*MiB + 36*MiB + diskTerm + conns + 64*MiB, 64 * MiB, "derived", 8 * MiB, 3, 128},
+		{"derived", disk, 0, 64*MiB + 36*MiB + diskTerm + conns + 64*MiB, 64 * MiB, "derived", 16*MiB + 8*MiB, 3, 128},
 		{"explicit", disk + "limits: {memory: 1GiB, max_conns: 100}\n", 0, GiB,
 			GiB - 64*MiB - 36*MiB - diskTerm - 100*24*KiB - 512*72*KiB, "limits.memory", 0, 0, 1024},
 		{"cgroup", disk, 2 * GiB, 2*GiB - 2*GiB/10, 0, "cgroup", 0, 0, 1024},
@@ -79,7 +80,7 @@ func TestBudgetTooSmall(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	p, err := composeWith(t, "cache: {memory: {capacity: 256MiB}, disk: {path: /tmp/x, size: 1GiB}}\n", Overrides{CgroupLimit: 300 * MiB})
-	if err != nil || !p.Memory.Short() || p.Cache.Disk.QueueBytes != 4*MiB {
+	if err != nil || !p.Memory.Short() || p.Cache.Disk.QueueBytes != 16*MiB+4*MiB {
 		t.Fatalf("cgroup: %v %v, queue %d", err, p.Memory, p.Cache.Disk.QueueBytes)
 	}
 }

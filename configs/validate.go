@@ -136,6 +136,9 @@ func (d *Disk) validate(ps *problems) {
 	checkRange(ps, "cache.disk.admission.rate", int64(d.Admission.Rate), 1, 1<<50)
 	checkRange(ps, "cache.disk.admission.burst", int64(d.Admission.Burst), 1, 1<<50)
 	checkRange(ps, "cache.disk.admission.min_frequency", int64(d.Admission.MinFrequency), 0, 255)
+	if w := d.Admission.DriveWritesPerDay; w != -1 && !(w > 0 && w <= 100) {
+		ps.add("cache.disk.admission.drive_writes_per_day", "must be in (0, 100], or -1 (never write past rate), got %v", w)
+	}
 	checkEnum(ps, "cache.disk.runtime", d.Runtime, "disabled", "unified", "separated")
 	checkRange(ps, "cache.disk.read_workers", int64(d.ReadWorkers), 1, 1024)
 	checkRange(ps, "cache.disk.write_workers", int64(d.WriteWorkers), 1, 1024)

@@ -84,7 +84,8 @@ func TestSlicedHitEvictedSlice(t *testing.T) {
 
 // TestSlicedHitsUnderFaults: 1,000 GETs over 1.5-3 MB objects through a
 // small memory tier (slices evicted), a disk tier whose admission rate
-// refuses most evictions (slices refused), and a cache file whose bytes a
+// refuses most evictions (slices refused; drive_writes_per_day -1, or the
+// fresh device would fill past the rate), and a cache file whose bytes a
 // goroutine keeps flipping while the load runs (slices damaged on disk).
 // Every response must be complete and byte-exact; none may be cut short.
 func TestSlicedHitsUnderFaults(t *testing.T) {
@@ -93,7 +94,7 @@ func TestSlicedHitsUnderFaults(t *testing.T) {
 	dir := t.TempDir()
 	s := startStrataConfig(t, dir, "origins:\n  - url: "+o.URL("origin")+"\n"+
 		"cache:\n  memory:\n    capacity: 24MiB\n  disk:\n    path: "+filepath.Join(dir, "strata.cache")+"\n"+
-		"    size: 256MiB\n    admission:\n      rate: 8MiB/s\n      burst: 8MiB\n")
+		"    size: 256MiB\n    admission:\n      rate: 8MiB/s\n      burst: 8MiB\n      drive_writes_per_day: -1\n")
 	stop := make(chan struct{})
 	var flips sync.WaitGroup
 	flips.Add(1)

@@ -10,6 +10,7 @@ import (
 
 	"strata/admission"
 	"strata/blockdev"
+	"strata/hybrid/disk"
 	"strata/hybrid/memory"
 )
 
@@ -62,6 +63,8 @@ type Cache struct {
 type cacheCounters struct {
 	promotions, evictedToDisk, directToDisk atomic.Uint64
 	fetches, fetchErrors, fetchWaits        atomic.Uint64
+	// admission decisions, by kind (admitter.count)
+	admitRate, admitFill, refuseCold, refuseRate, refuseBudget atomic.Uint64
 }
 
 // Open builds a Cache from opts, recovering the disk tier from its device.
@@ -75,7 +78,7 @@ func Open(opts Options) (*Cache, error) {
 		promo: newPromoteFilter(opts.Memory.Capacity)}
 	if devs := opts.devices(); len(devs) > 0 {
 		if opts.Admission != nil {
-			opts.Disk.Admission = admitter{opts.Admission}
+			opts.Disk.Admission = newAdmitter(opts.Admission, &c.c)
 		}
 		d, err := openEngines(devs, opts.Disk)
 		if err != nil {
@@ -301,11 +304,48 @@ func (c *Cache) record(key []byte) {
 	}
 }
 
-// admitter adapts an admission.Controller to the engine's Admitter.
-type admitter struct{ c admission.Controller }
+// admitter adapts an admission.Controller to the engine's FillAdmitter
+// and counts its decisions by kind. One serves every engine: each passes
+// itself to AdmitTo as the device.
+type admitter struct {
+	c  admission.Controller
+	dc admission.DeviceController // c, if it weighs the device; else nil
+	n  *cacheCounters
+}
 
-func (a admitter) Admit(hash uint64, size int) bool { return a.c.Admit(hash, size).OK() }
-func (a admitter) Written(bytes int)                { a.c.Charge(bytes) }
+var _ disk.FillAdmitter = (*admitter)(nil)
+
+func newAdmitter(c admission.Controller, n *cacheCounters) *admitter {
+	dc, _ := c.(admission.DeviceController)
+	return &admitter{c: c, dc: dc, n: n}
+}
+
+func (a *admitter) Admit(hash uint64, size int) bool { return a.count(a.c.Admit(hash, size)) }
+func (a *admitter) Written(bytes int)                { a.c.Charge(bytes) }
+
+func (a *admitter) AdmitTo(dev interface{ Filling() bool }, hash uint64, size int) bool {
+	if a.dc == nil {
+		return a.Admit(hash, size)
+	}
+	return a.count(a.dc.AdmitTo(dev, hash, size))
+}
+
+// count adds d to its counter and reports whether it admits.
+func (a *admitter) count(d admission.Decision) bool {
+	switch d {
+	case admission.Admitted:
+		a.n.admitRate.Add(1)
+	case admission.Fill:
+		a.n.admitFill.Add(1)
+	case admission.Throttled:
+		a.n.refuseRate.Add(1)
+	case admission.OverBudget:
+		a.n.refuseBudget.Add(1)
+	default:
+		a.n.refuseCold.Add(1)
+	}
+	return d.OK()
+}
 
 func expiryTime(unixNanos int64) time.Time {
 	if unixNanos == 0 {

@@ -27,6 +27,14 @@ type Stats struct {
 	Fetches       uint64 // GetOrFetch fetches started
 	FetchWaits    uint64 // GetOrFetch callers that joined a running fetch
 	FetchErrors   uint64 // fetches that failed
+
+	// Admission's decisions on disk writes (Options.Admission), by kind:
+	// admitted within the rate (or with no rate limit), admitted past it to
+	// fill a device's free space; refused as cold (Rejected: the frequency
+	// filter), over the rate with no room to fill (Throttled), over the
+	// endurance budget with room to fill (OverBudget).
+	AdmittedRate, AdmittedFill                       uint64
+	RefusedCold, RefusedThrottled, RefusedOverBudget uint64
 }
 
 // Hits returns memory and disk hits; Misses the lookups neither tier
@@ -51,6 +59,10 @@ func (c *Cache) Stats() Stats {
 		Fetches:       c.c.fetches.Load(),
 		FetchWaits:    c.c.fetchWaits.Load(),
 		FetchErrors:   c.c.fetchErrors.Load(),
+
+		AdmittedRate: c.c.admitRate.Load(), AdmittedFill: c.c.admitFill.Load(),
+		RefusedCold: c.c.refuseCold.Load(), RefusedThrottled: c.c.refuseRate.Load(),
+		RefusedOverBudget: c.c.refuseBudget.Load(),
 	}
 	if c.disks != nil {
 		s.DiskEnabled = true

@@ -98,6 +98,9 @@ func (a *app) openCache(p *configs.Parts) error {
 		p.Cache.Devices = devs
 		a.clock = admission.NewCoarseClock(0)
 		p.Admission.RateLimit.Clock = a.clock
+		for _, d := range devs { // the endurance budget is drive writes per day of these
+			p.Admission.Fill.DeviceBytes += d.Size()
+		}
 		ctl, err := admission.New(p.Admission)
 		if err != nil {
 			closeDevices(devs)

@@ -103,6 +103,26 @@ func dropped(reason string, get func(s *hybrid.Stats) uint64) statDef {
 	return d
 }
 
+// admitted is strata_disk_admitted_total for one reason: rate (within
+// the admission rate, or with none), fill (past it, into a device's
+// never-written space while its write queue is short).
+func admitted(reason string, get func(s *hybrid.Stats) uint64) statDef {
+	d := counter("strata_disk_admitted_total", "Entries admission let through to the disk write queue, by reason.", get)
+	d.labels = prometheus.Labels{"reason": reason}
+	return d
+}
+
+// refused is strata_disk_admission_refused_total for one reason: cold
+// (the frequency filter), rate (over the admission rate, no room to
+// fill), endurance (room to fill, but the day's endurance budget spent).
+// Both count reclaim's reinsertions too; a refused insert is also
+// strata_disk_dropped_total{reason="admission"}.
+func refused(reason string, get func(s *hybrid.Stats) uint64) statDef {
+	d := counter("strata_disk_admission_refused_total", "Entries admission kept off the disk, by reason.", get)
+	d.labels = prometheus.Labels{"reason": reason}
+	return d
+}
+
 const nanos = 1e-9
 
 func boolGauge(b bool) float64 {
@@ -142,6 +162,12 @@ var engineStatDefs = onDisk(
 	dropped("expired", func(s *hybrid.Stats) uint64 { return s.Disk.DropExpired }),
 	dropped("admission", func(s *hybrid.Stats) uint64 { return s.Disk.DropAdmission }),
 	dropped("queue", func(s *hybrid.Stats) uint64 { return s.Disk.DropQueue }),
+	admitted("rate", func(s *hybrid.Stats) uint64 { return s.AdmittedRate }),
+	admitted("fill", func(s *hybrid.Stats) uint64 { return s.AdmittedFill }),
+	refused("cold", func(s *hybrid.Stats) uint64 { return s.RefusedCold }),
+	refused("rate", func(s *hybrid.Stats) uint64 { return s.RefusedThrottled }),
+	refused("endurance", func(s *hybrid.Stats) uint64 { return s.RefusedOverBudget }),
+	gauge("strata_disk_filling", "Devices taking writes past the admission rate now: never-written space beyond the reclaimers' reserve, a short write queue, no read waiting.", func(s *hybrid.Stats) float64 { return float64(s.Disk.Filling) }),
 	dropped("aborted", func(s *hybrid.Stats) uint64 { return s.Disk.DropAborted }),
 	dropped("offline", func(s *hybrid.Stats) uint64 { return s.Disk.DropOffline }),
 	counter("strata_disk_removes_total", "Removes (tombstones) sent to the disk engine.", func(s *hybrid.Stats) uint64 { return s.Disk.Removes }),

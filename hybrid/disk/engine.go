@@ -35,6 +35,7 @@ type Engine struct {
 	queued  atomic.Int64  // bytes accepted and not yet written
 	zeroBlk []byte
 	bufs    bufPool
+	fillAdm FillAdmitter // Options.Admission, if it is one
 
 	gate gate // operations enter it; Close shuts it
 
@@ -72,6 +73,7 @@ func Open(dev blockdev.Device, opts Options) (*Engine, error) {
 		abort:       make(chan struct{}),
 	}
 	e.bufs.bs = int(lay.blockSize)
+	e.fillAdm, _ = opts.Admission.(FillAdmitter)
 	e.gate.init()
 	e.health.init(e)
 	e.regions.readers.L = &e.regions.readerMu
@@ -167,7 +169,7 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 		e.c.dropExpired.Add(1)
 	case e.health.down():
 		e.c.dropOffline.Add(1)
-	case e.opts.Admission != nil && !e.opts.Admission.Admit(h, size):
+	case e.opts.Admission != nil && !e.admit(h, size):
 		e.c.dropAdmission.Add(1)
 	case e.queued.Add(int64(size)) > e.opts.QueueBytes:
 		e.queued.Add(-int64(size))
@@ -189,6 +191,42 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 	}
 	e.hide(h)
 	return false
+}
+
+// admit asks Options.Admission (non-nil) about an Insert: with the
+// engine as the device when it is a FillAdmitter.
+func (e *Engine) admit(h uint64, size int) bool {
+	if e.fillAdm != nil {
+		return e.fillAdm.AdmitTo(e, h, size)
+	}
+	return e.opts.Admission.Admit(h, size)
+}
+
+// Filling reports whether the device can take a write now at device
+// speed without costing live data or reads, as admission's Filler needs
+// to admit past its steady rate:
+//   - room: the clean regions beyond the CleanRegions the reclaimers keep
+//     ready hold more than what is queued. Clean regions past that reserve
+//     exist only on a device never filled since it was formatted (or
+//     recovered partly empty): writing into them evicts nothing, while
+//     once they are gone every region written is one reclaimed, its live
+//     entries evicted.
+//   - the flushers keep up: less than half of QueueBytes is queued.
+//   - no read waits for a read worker (with a read pool).
+//
+// A few atomic loads and channel lengths; it never blocks. Its answer is
+// a snapshot: what was admitted on it may exceed the room by what other
+// goroutines admitted at the same moment, at most the queue bound.
+func (e *Engine) Filling() bool {
+	q := e.queued.Load()
+	if q >= e.opts.QueueBytes/2 || e.health.down() {
+		return false
+	}
+	if e.rt != nil && len(e.rt.reads) > 0 {
+		return false
+	}
+	spare := len(e.regions.clean) - e.regions.target
+	return spare > 0 && int64(spare)*e.lay.regionSize > q
 }
 
 // submit assigns the item its sequence and makes it the key's pending

@@ -58,6 +58,18 @@ type Admitter interface {
 	Written(bytes int)
 }
 
+// FillAdmitter is an Admitter that weighs whether the device is filling
+// (admission's work-conserving Filler, through hybrid). When
+// Options.Admission implements it, Insert asks AdmitTo with the Engine
+// itself, whose Filling says whether the device can take the write
+// without costing live data or reads. Reinsertion, which happens only
+// once the device is full, still asks Admit.
+type FillAdmitter interface {
+	Admitter
+	// AdmitTo is Admit for an entry bound for dev. It must not block.
+	AdmitTo(dev interface{ Filling() bool }, hash uint64, size int) bool
+}
+
 // Defaults of the engine's fault handling (Options).
 const (
 	// DefaultReadTimeout is the disk read deadline. A healthy SSD answers

@@ -61,6 +61,7 @@ type Stats struct {
 	CleanRegions  int
 	SealedRegions int
 	Regions       int
+	Filling       int // 1 while Filling: the device can take writes past the admission rate
 }
 
 // counters are the atomics behind Stats.
@@ -97,6 +98,13 @@ func (e *Engine) Stats() Stats {
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
 		OutOfService: c.outOfService.Load(), Online: !e.health.down(), AbandonedReads: e.rt.abandoned.Load(),
 		Entries: e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
-		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount,
+		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount, Filling: boolInt(e.Filling()),
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
