@@ -1,42 +1,64 @@
 package accesslog
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 const (
-	writeBufferBytes = 64 << 10
-	flushEvery       = 100 * time.Millisecond
-	maxPooledLine    = 16 << 10 // longer line buffers are not kept for reuse
-	errorLogEvery    = 10 * time.Second
+	lineBytes     = 256      // a typical line, for sizing from BufferLines
+	maxBatchBytes = 32 << 10 // lines handed to the writer at once, at most
+	minBatchBytes = 512      // ... and at least
+	stackLine     = 512      // lines up to this long are formatted on the stack
+	flushEvery    = 100 * time.Millisecond
+	errorLogEvery = 10 * time.Second
 )
 
 // Log is an open access log; see the package comment.
+//
+// Lines are appended, under mu, to a batch buffer in the order their
+// Writes took mu. A batch that reaches batchBytes is handed to the writer
+// through full (bounded: when it is full the batch's lines are dropped and
+// counted); the writer also takes whatever is buffered every flushEvery,
+// and before a reopen or close. Handing lines over a batch at a time, not
+// one by one, spares a request the channel operations and the writer's
+// wake-up per line (a 1 KiB hit paid 13% of its req/s for them).
 type Log struct {
-	opts   Options
-	json   bool         // format: AppendJSON, else AppendCombined (static calls: e does not escape)
-	lines  chan *[]byte // nil: reopen (Reopen)
+	opts       Options
+	json       bool // format: AppendJSON, else AppendCombined (static calls: e does not escape)
+	batchBytes int
+
+	mu     sync.Mutex
+	buf    []byte     // lines not yet handed over
+	nbuf   int        // lines in buf
+	full   chan batch // batches for the writer; sends only under mu
+	spare  chan []byte
+	closed bool // under mu
+
+	reopen chan chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
-	closed atomic.Bool
-	free   chan *[]byte // line buffers to reuse: a bounded free list (not a sync.Pool, which GC empties)
 	m      metrics
 
 	// Owned by the writer goroutine.
 	out     io.Writer
 	file    *os.File // nil for stdout
-	bw      *bufio.Writer
 	lastErr time.Time
+	pending []batch
+}
+
+// batch is lines handed to the writer.
+type batch struct {
+	b []byte
+	n int
 }
 
 type metrics struct {
@@ -49,15 +71,18 @@ func Open(opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, json: opts.Format == FormatJSON, lines: make(chan *[]byte, opts.BufferLines),
-		free: make(chan *[]byte, opts.BufferLines), stop: make(chan struct{}), done: make(chan struct{})}
+	budget := opts.BufferLines * lineBytes
+	bb := min(max(budget/32, minBatchBytes), maxBatchBytes)
+	nb := max(2, budget/bb)
+	l := &Log{opts: opts, json: opts.Format == FormatJSON, batchBytes: bb,
+		buf: make([]byte, 0, bb+stackLine), full: make(chan batch, nb), spare: make(chan []byte, nb+1),
+		reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := l.newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
-	l.bw = bufio.NewWriterSize(l.out, writeBufferBytes)
 	go l.run()
 	return l, nil
 }
@@ -99,52 +124,58 @@ func (l *Log) open() error {
 	return nil
 }
 
-// Write formats e and queues the line; it never blocks. A full queue, or
-// a closed Log, drops the line and counts it.
+// Write formats e and queues the line; it never blocks on the output. A
+// full queue, or a closed Log, drops the line and counts it.
 func (l *Log) Write(e *Entry) {
-	if l.closed.Load() {
+	var sb [stackLine]byte
+	var line []byte
+	if l.json {
+		line = AppendJSON(sb[:0], e)
+	} else {
+		line = AppendCombined(sb[:0], e)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		l.m.dropped.Inc()
 		return
 	}
-	var bp *[]byte
-	select {
-	case bp = <-l.free:
-	default:
-		b := make([]byte, 0, 512)
-		bp = &b
+	l.buf = append(l.buf, line...)
+	l.nbuf++
+	if len(l.buf) >= l.batchBytes {
+		l.handOver()
 	}
-	if l.json {
-		*bp = AppendJSON((*bp)[:0], e)
-	} else {
-		*bp = AppendCombined((*bp)[:0], e)
-	}
-	select {
-	case l.lines <- bp:
-	default:
-		l.m.dropped.Inc()
-		l.put(bp)
-	}
+	l.mu.Unlock()
 }
 
-func (l *Log) put(bp *[]byte) {
-	if cap(*bp) > maxPooledLine {
-		return
-	}
+// handOver sends the buffered lines to the writer, or drops them if its
+// queue is full. REQUIRES: mu held, lines buffered.
+func (l *Log) handOver() {
 	select {
-	case l.free <- bp:
+	case l.full <- batch{l.buf, l.nbuf}:
+		select {
+		case b := <-l.spare:
+			l.buf = b[:0]
+		default:
+			l.buf = make([]byte, 0, l.batchBytes+stackLine)
+		}
 	default:
+		l.m.dropped.Add(float64(l.nbuf))
+		l.buf = l.buf[:0]
 	}
+	l.nbuf = 0
 }
 
 // Reopen asks the writer to reopen Path (after a rotation moved it):
 // lines written before Reopen was called go to the old file, lines
-// written after it returns to the new one. It queues the request behind
-// the lines already queued, waiting for room if the queue is full (so it
-// is for a signal handler's goroutine, not a request's). Without a file
-// (Path "-") the writer ignores it.
+// written after it returns to the new one. It waits for the writer (so
+// it is for a signal handler's goroutine, not a request's). Without a
+// file (Path "-") the writer ignores it.
 func (l *Log) Reopen() {
+	ack := make(chan struct{})
 	select {
-	case l.lines <- nil:
+	case l.reopen <- ack:
+		<-ack
 	case <-l.stop:
 	case <-l.done: // the writer stopped after a panic
 	}
@@ -154,7 +185,11 @@ func (l *Log) Reopen() {
 // closes the file. It returns ctx.Err() if ctx ends first (the writer
 // then stops after its current write).
 func (l *Log) Close(ctx context.Context) error {
-	if l.closed.Swap(true) {
+	l.mu.Lock()
+	was := l.closed
+	l.closed = true
+	l.mu.Unlock()
+	if was {
 		<-l.done
 		return nil
 	}
@@ -173,7 +208,9 @@ func (l *Log) run() {
 	defer func() {
 		if r := recover(); r != nil {
 			l.opts.Logger.Error("accesslog: writer panicked; access logging stops", "panic", r, "stack", string(debug.Stack()))
-			l.closed.Store(true)
+			l.mu.Lock()
+			l.closed = true
+			l.mu.Unlock()
 			l.closeFile()
 		}
 	}()
@@ -181,58 +218,73 @@ func (l *Log) run() {
 	defer t.Stop()
 	for {
 		select {
-		case bp := <-l.lines:
-			l.writeLine(bp)
+		case b := <-l.full:
+			l.write(b)
 		case <-t.C:
-			l.flush()
+			l.writeBuffered()
+		case ack := <-l.reopen:
+			l.writeBuffered()
+			l.doReopen()
+			close(ack)
 		case <-l.stop:
-			l.drain()
-			l.flush()
+			l.writeBuffered()
 			l.closeFile()
 			return
 		}
 	}
 }
 
-func (l *Log) writeLine(bp *[]byte) {
-	if bp == nil {
-		l.doReopen()
-		return
-	}
-	if _, err := l.bw.Write(*bp); err != nil {
-		l.writeFailed(err)
-	} else {
-		l.m.written.Inc()
-	}
-	l.put(bp)
-}
-
-// drain writes what is queued, without waiting for more.
-func (l *Log) drain() {
+// writeBuffered writes, in order, the batches queued and the lines
+// buffered. Taking both under mu keeps the order: batches are sent only
+// under mu, so none can slip in between.
+func (l *Log) writeBuffered() {
+	l.mu.Lock()
+drain:
 	for {
 		select {
-		case bp := <-l.lines:
-			l.writeLine(bp)
+		case b := <-l.full:
+			l.pending = append(l.pending, b)
 		default:
-			return
+			break drain
+		}
+	}
+	if l.nbuf > 0 {
+		l.pending = append(l.pending, batch{l.buf, l.nbuf})
+		select {
+		case b := <-l.spare:
+			l.buf = b[:0]
+		default:
+			l.buf = make([]byte, 0, l.batchBytes+stackLine)
+		}
+		l.nbuf = 0
+	}
+	l.mu.Unlock()
+	for i, b := range l.pending {
+		l.write(b)
+		l.pending[i] = batch{}
+	}
+	l.pending = l.pending[:0]
+}
+
+// write writes one batch and gives its buffer back.
+func (l *Log) write(b batch) {
+	if _, err := l.out.Write(b.b); err != nil {
+		l.writeFailed(err)
+	} else {
+		l.m.written.Add(float64(b.n))
+	}
+	if cap(b.b) <= l.batchBytes+stackLine {
+		select {
+		case l.spare <- b.b[:0]:
+		default:
 		}
 	}
 }
 
-func (l *Log) flush() {
-	if l.bw.Buffered() == 0 {
-		return
-	}
-	if err := l.bw.Flush(); err != nil {
-		l.writeFailed(err)
-	}
-}
-
 // writeFailed counts a failed write and logs it at most every
-// errorLogEvery; the buffered writer is reset so the log goes on.
+// errorLogEvery.
 func (l *Log) writeFailed(err error) {
 	l.m.errors.Inc()
-	l.bw.Reset(l.out)
 	if now := time.Now(); now.Sub(l.lastErr) >= errorLogEvery {
 		l.lastErr = now
 		l.opts.Logger.Error("accesslog: write failed; lines lost", "path", l.opts.Path, "err", err)
@@ -243,13 +295,11 @@ func (l *Log) doReopen() {
 	if l.file == nil {
 		return
 	}
-	l.flush()
 	old := l.file
 	if err := l.open(); err != nil {
 		l.opts.Logger.Error("accesslog: reopen failed; writing on to the old file", "path", l.opts.Path, "err", err)
 		return
 	}
-	l.bw.Reset(l.out)
 	if err := old.Close(); err != nil {
 		l.opts.Logger.Warn("accesslog: closing the old file", "err", err)
 	}

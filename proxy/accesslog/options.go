@@ -27,9 +27,9 @@ type Options struct {
 	Path string
 	// Format is combined or json. Default combined.
 	Format string
-	// BufferLines bounds the lines queued for the writer; beyond it
-	// lines are dropped and counted. Default 8192 (about 2 MiB of
-	// combined lines of 250 bytes).
+	// BufferLines bounds what is queued for the writer, counted as lines
+	// of 256 bytes (Default 8192: 2 MiB); beyond it lines are dropped and
+	// counted, a batch at a time.
 	BufferLines int
 	// Registerer receives the metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
