@@ -215,3 +215,33 @@ func TestAccessLogReopen(t *testing.T) {
 		t.Errorf("%v lines dropped", d)
 	}
 }
+
+// TestAccessLogDuration: a request the origin holds 300 ms is logged with
+// the time it arrived and a duration_ms (and origin_ms) of at least that:
+// the log must read its own clock, since the server reads none per
+// request (LazyRequestTime).
+func TestAccessLogDuration(t *testing.T) {
+	t.Parallel()
+	o := startOrigin(t)
+	s, path := startLogged(t, o.URL("origin"), "json")
+	sent := time.Now()
+	get(t, s.URL+"/obj/1k/slow?max-age=600&delay=300ms")
+	lines := logLines(t, path, 1)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := at.Sub(sent); d < -time.Second || d > 150*time.Millisecond {
+		t.Errorf("time %v is %v after the request was sent, want its arrival", at, d)
+	}
+	if ms, _ := m["duration_ms"].(float64); ms < 300 {
+		t.Errorf("duration_ms %v, want at least the origin's 300 ms: %s", ms, lines[0])
+	}
+	if ms, _ := m["origin_ms"].(float64); ms < 300 {
+		t.Errorf("origin_ms %v, want at least 300: %s", ms, lines[0])
+	}
+}

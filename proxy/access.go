@@ -28,6 +28,9 @@ type AccessRecord struct {
 	// OriginDuration is how long the request waited for the origin's
 	// response headers (a miss of a small body: and its body).
 	OriginDuration time.Duration
+	// Start is when the handler was entered (the server reads no clock per
+	// request otherwise: LazyRequestTime, so RequestCtx.Time is not it).
+	Start time.Time
 }
 
 // AccessLogger receives each request the handler answered.
@@ -50,7 +53,7 @@ var accessPool = sync.Pool{New: func() any { return new(AccessRecord) }}
 func (s *Server) LoggedHandler(h fasthttp.RequestHandler, l AccessLogger) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		r := accessPool.Get().(*AccessRecord)
-		*r = AccessRecord{}
+		*r = AccessRecord{Start: time.Now()}
 		ctx.SetUserValue(accessKey{}, r)
 		h(ctx)
 		s.classify(&ctx.Response.Header, r)

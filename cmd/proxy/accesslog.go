@@ -74,9 +74,9 @@ type logAccess struct{ l *accesslog.Log }
 // LogAccess implements proxy.AccessLogger.
 func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
 	e := accesslog.Entry{
-		Time: ctx.Time(), Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
+		Time: r.Start, Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
 		Referer: ctx.Request.Header.Referer(), UserAgent: ctx.Request.Header.UserAgent(),
-		Status: ctx.Response.StatusCode(), Bytes: bodyBytes(ctx), Duration: time.Since(ctx.Time()),
+		Status: ctx.Response.StatusCode(), Bytes: bodyBytes(ctx), Duration: time.Since(r.Start),
 		CacheStatus: r.CacheStatus, Detail: r.Detail, Tier: r.Tier,
 		OriginStatus: r.OriginStatus, OriginDuration: r.OriginDuration,
 	}
