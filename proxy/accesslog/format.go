@@ -3,6 +3,7 @@ package accesslog
 import (
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -32,7 +33,35 @@ type Entry struct {
 const (
 	combinedTime = "02/Jan/2006:15:04:05 -0700"
 	jsonTime     = "2006-01-02T15:04:05.000Z07:00"
+	jsonSecond   = "2006-01-02T15:04:05" // jsonTime up to the second
+	jsonZone     = "Z07:00"              // and its zone
 )
+
+// stamp is one second's timestamps, formatted once: formatting the time
+// was a third of the cost of a combined line (the CPU profile of 1 KiB
+// hits with the log on). Lines of the same second and location share it.
+type stamp struct {
+	sec        int64
+	loc        *time.Location
+	combined   [32]byte
+	json, zone [32]byte
+	nc, nj, nz int
+}
+
+var lastStamp atomic.Pointer[stamp]
+
+// stampOf returns t's second's stamp, from the cache or made now.
+func stampOf(t time.Time) *stamp {
+	if s := lastStamp.Load(); s != nil && s.sec == t.Unix() && s.loc == t.Location() {
+		return s
+	}
+	s := &stamp{sec: t.Unix(), loc: t.Location()}
+	s.nc = len(t.AppendFormat(s.combined[:0], combinedTime))
+	s.nj = len(t.AppendFormat(s.json[:0], jsonSecond))
+	s.nz = len(t.AppendFormat(s.zone[:0], jsonZone))
+	lastStamp.Store(s)
+	return s
+}
 
 // AppendCombined appends e as one NCSA combined line (Apache's
 // "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-agent}i\"") and a
@@ -43,7 +72,8 @@ const (
 func AppendCombined(dst []byte, e *Entry) []byte {
 	dst = appendAddr(dst, e.Remote)
 	dst = append(dst, " - - ["...)
-	dst = e.Time.AppendFormat(dst, combinedTime)
+	st := stampOf(e.Time)
+	dst = append(dst, st.combined[:st.nc]...)
 	dst = append(dst, "] \""...)
 	dst = appendEscaped(dst, e.Method)
 	dst = append(dst, ' ')
@@ -102,7 +132,11 @@ func appendEscaped(dst, b []byte) []byte {
 // origin. Strings are escaped per RFC 8259; invalid UTF-8 becomes U+FFFD.
 func AppendJSON(dst []byte, e *Entry) []byte {
 	dst = append(dst, `{"time":"`...)
-	dst = e.Time.AppendFormat(dst, jsonTime)
+	st := stampOf(e.Time)
+	dst = append(dst, st.json[:st.nj]...)
+	ms := e.Time.Nanosecond() / int(time.Millisecond)
+	dst = append(dst, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	dst = append(dst, st.zone[:st.nz]...)
 	dst = append(dst, `","remote":"`...)
 	if e.Remote.IsValid() {
 		dst = e.Remote.Unmap().AppendTo(dst)

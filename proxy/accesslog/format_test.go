@@ -125,3 +125,23 @@ func FuzzFormats(f *testing.F) {
 		}
 	})
 }
+
+// TestStampMatchesFormat: the cached per-second stamps give the same
+// bytes as formatting each time, across seconds, milliseconds and zones
+// (lines of different zones alternating, as a cache must not confuse).
+func TestStampMatchesFormat(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -7*3600), time.Local}
+	base := time.Date(2026, 12, 2, 8, 59, 58, 0, time.UTC)
+	for i := range 400 {
+		tm := base.Add(time.Duration(i) * 7 * time.Millisecond).In(zones[i%len(zones)])
+		e := &Entry{Time: tm}
+		line := string(AppendCombined(nil, e))
+		if want := "[" + tm.Format(combinedTime) + "]"; !strings.Contains(line, want) {
+			t.Fatalf("combined %q lacks %q", line, want)
+		}
+		j := string(AppendJSON(nil, e))
+		if want := `{"time":"` + tm.Format(jsonTime) + `"`; !strings.HasPrefix(j, want) {
+			t.Fatalf("json %q, want prefix %q", j, want)
+		}
+	}
+}
