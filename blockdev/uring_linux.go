@@ -26,7 +26,8 @@ import (
 // completion, whatever happens, and Close waits for reads in flight).
 //
 // This is the building block of a disk read path that does not hold Ps;
-// the engine does not use it yet (see README, issue 12 notes).
+// the engine does not use it yet: BenchmarkDiskReads shows the ring losing
+// read throughput to the pread pool while the Ps are busy.
 type Ring struct {
 	fd    int
 	depth uint32
