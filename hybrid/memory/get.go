@@ -75,6 +75,12 @@ func (s *shard) lockedGet(h uint64, key, dst []byte) got {
 	s.mu.RLock()
 	g := s.get(h, key, dst)
 	s.mu.RUnlock()
+	return s.dropFoundExpired(h, g)
+}
+
+// dropFoundExpired drops the expired entry under h that a lookup under the
+// read lock reported (g), and returns g.
+func (s *shard) dropFoundExpired(h uint64, g got) got {
 	if g.st == getExpired {
 		s.lockW()
 		s.dropExpired(h)

@@ -140,12 +140,7 @@ func (s *shard) lockedLend(h uint64, key []byte, v *Value) got {
 	s.mu.RLock()
 	g := s.lend(h, key, v)
 	s.mu.RUnlock()
-	if g.st == getExpired {
-		s.lockW()
-		s.dropExpired(h)
-		s.unlockW()
-	}
-	return g
+	return s.dropFoundExpired(h, g)
 }
 
 // drop undoes a lend whose answer did not stand: a pin it took is
