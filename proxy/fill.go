@@ -264,7 +264,7 @@ func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcach
 	inline := true
 	defer func() {
 		if inline {
-			s.endFill(f, cancel)
+			s.closeFill(f, cancel, recover())
 		}
 	}()
 	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
@@ -352,7 +352,14 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache
 // endFill is the deferred end of a fill goroutine: it turns a panic into
 // a failure and gives back the fill's reference and slot.
 func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
-	if p := recover(); p != nil {
+	s.closeFill(f, cancel, recover())
+}
+
+// closeFill is endFill with the panic value p its caller recovered (nil
+// when none): recover works only when called by the deferred function
+// itself, which for leadFill's inline path is a closure.
+func (s *Server) closeFill(f *fill, cancel context.CancelFunc, p any) {
+	if p != nil {
 		s.opts.Logger.Error("proxy: fill panicked", "panic", p)
 		f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
 	}

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"strata/proxy/internal/httpcache"
@@ -472,4 +475,78 @@ func TestFillPacesOnWriteQueue(t *testing.T) {
 	r := p.get("/paced")
 	expectHeader(t, r, "Cache-Status", "strata; hit; detail=memory")
 	expectBody(t, r, body)
+}
+
+// panicStore panics on the Insert of a record (metaKey): a bug in the
+// store, met on the fill's path.
+type panicStore struct{ *mapStore }
+
+func (p panicStore) Insert(key, value []byte, expiry time.Time) {
+	if key[0] == metaKeyPrefix {
+		panic("store bug")
+	}
+	p.mapStore.Insert(key, value, expiry)
+}
+
+// TestLeaderFillPanicFails: a panic in a fill its leader runs inline (a
+// small body) fails the fill like one in a fill goroutine: the leader gets
+// a 502; a request that joined and is streaming the body gets an error
+// from it (its connection would close short); nobody waits forever, and
+// no fill stays counted.
+func TestLeaderFillPanicFails(t *testing.T) {
+	g := newGate()
+	var hits atomic.Int64
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if hits.Add(1) == 1 {
+			g.wait()
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write([]byte("small"))
+	}))
+	defer o.Close()
+	srv, err := New(panicStore{newMapStore()}, Options{Origins: []OriginOptions{{URL: o.URL}}, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	// do answers one GET: its status, and the error reading a streamed body.
+	do := func() (int, error) {
+		var ctx fasthttp.RequestCtx
+		var req fasthttp.Request
+		req.SetRequestURI("http://example.com/p")
+		ctx.Init(&req, nil, nil)
+		srv.handler(&ctx)
+		var err error
+		if r := ctx.Response.BodyStream(); r != nil {
+			_, err = io.ReadAll(r)
+			ctx.Response.CloseBodyStream()
+		}
+		return ctx.Response.StatusCode(), err
+	}
+	type answer struct {
+		code int
+		err  error
+	}
+	lead, follow := make(chan answer), make(chan answer)
+	go func() { c, err := do(); lead <- answer{c, err} }()
+	waitFor(t, func() bool { return hits.Load() == 1 })
+	go func() { c, err := do(); follow <- answer{c, err} }()
+	time.Sleep(20 * time.Millisecond) // the follower joins the fill
+	g.open()
+	for name, ch := range map[string]chan answer{"leader": lead, "follower": follow} {
+		select {
+		case a := <-ch:
+			switch {
+			case name == "leader" && a.code != fasthttp.StatusBadGateway:
+				t.Errorf("leader: status %d, want 502", a.code)
+			case name == "follower" && a.code != fasthttp.StatusBadGateway && a.err == nil:
+				t.Errorf("follower: status %d and a whole body, want a 502 or a body cut by an error", a.code)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s still waiting 5 s after the fill panicked", name)
+		}
+	}
+	if srv.nfills.Load() != 0 {
+		t.Errorf("%d fills still counted", srv.nfills.Load())
+	}
 }
