@@ -33,7 +33,9 @@ import (
 // template is never written again, so readers copy it without a lock; a
 // replaced one is left to the garbage collector once no reader holds it.
 // Memory: at most hitHeaderSlots templates, each about twice its block,
-// bounded by the record format (maxStoredHeader fields). Safe for
+// and at most hitHeaderBytes in all; a template is published on its
+// block's second miss in a slot (missed), so that a set of hot objects
+// larger than the table does not allocate one per hit. Safe for
 // concurrent use.
 //
 // A template also carries what fasthttp.Server set on the response it was
@@ -47,7 +49,24 @@ import (
 type hitHeaders struct {
 	seed  maphash.Seed
 	slots [hitHeaderSlots]atomic.Pointer[hitHeader]
+	// missed holds, per slot, the hash of the last block that missed
+	// there: a template is published on a block's second miss, so that
+	// more hot blocks than slots rebuild their headers without also
+	// allocating a template on every hit.
+	missed [hitHeaderSlots]atomic.Uint64
+	// bytes is the templates' estimated size (templateSize): publish
+	// stops at hitHeaderBytes, as a header block may be as large as the
+	// origin's header limit (64 KiB by default) and 8192 of them would
+	// be memory no budget counts.
+	bytes atomic.Int64
 }
+
+// hitHeaderBytes bounds the memory of the templates.
+const hitHeaderBytes = 8 << 20
+
+// templateSize estimates a template's memory: its block, the header it
+// copied (about the block again) and the structures around them.
+func templateSize(block []byte) int64 { return int64(2*len(block) + 512) }
 
 // hitHeaderSlots is the size of the table: 8192 pointers (64 KiB), enough
 // for a few thousand hot objects without collisions that rebuild them.
@@ -83,10 +102,20 @@ func (c *hitHeaders) copyTo(dst *fasthttp.ResponseHeader, block []byte, status i
 }
 
 // publish keeps a copy of src as the template for the key.
+// It keeps none on the block's first miss in its slot, nor past
+// hitHeaderBytes.
 func (c *hitHeaders) publish(src *fasthttp.ResponseHeader, block []byte, status int, cs cacheStatus, notModified bool) {
+	h := maphash.Bytes(c.seed, block)
+	i := h & (hitHeaderSlots - 1)
+	if c.missed[i].Swap(h) != h {
+		return
+	}
+	size := templateSize(block)
+	if c.bytes.Load()+size > hitHeaderBytes {
+		return
+	}
 	t := &hitHeader{status: status, cs: cs, notModified: notModified, block: append([]byte(nil), block...)}
 	src.CopyTo(&t.h)
-	i := c.slot(block)
 	switch {
 	case c.slots[i].Load() == nil:
 	case c.slots[i^1].Load() == nil:
@@ -94,7 +123,10 @@ func (c *hitHeaders) publish(src *fasthttp.ResponseHeader, block []byte, status 
 	default:
 		i ^= uint64(len(block)) & 1 // either: the pair's other key is as likely to be hot
 	}
-	c.slots[i].Store(t)
+	c.bytes.Add(size)
+	if old := c.slots[i].Swap(t); old != nil {
+		c.bytes.Add(-templateSize(old.block))
+	}
 }
 
 func (c *hitHeaders) slot(block []byte) uint64 {

@@ -114,8 +114,9 @@ func field(h, name string) string {
 	return ""
 }
 
-// TestHitHeadersTable: keys sharing a slot pair never get one another's
-// header, whatever was published last, and keys differing only in status,
+// TestHitHeadersTable: a template is kept on its block's second miss, not
+// its first; keys sharing a slot pair never get one another's header,
+// whatever was published last, and keys differing only in status,
 // Cache-Status or form are distinct.
 func TestHitHeadersTable(t *testing.T) {
 	var c hitHeaders
@@ -130,6 +131,10 @@ func TestHitHeadersTable(t *testing.T) {
 	var dst fasthttp.ResponseHeader
 	for round := range 2 {
 		for _, blk := range blocks {
+			c.publish(build(blk, 200), blk, 200, csHitMemory, false)
+			if round == 0 && c.copyTo(&dst, blk, 200, csHitMemory, false) {
+				t.Fatalf("%q kept on its first miss", blk)
+			}
 			c.publish(build(blk, 200), blk, 200, csHitMemory, false)
 			for _, other := range blocks {
 				if !c.copyTo(&dst, other, 200, csHitMemory, false) {
@@ -153,6 +158,40 @@ func TestHitHeadersTable(t *testing.T) {
 		if c.copyTo(&dst, blk, k.status, k.cs, k.nm) {
 			t.Errorf("%+v found under another key", k)
 		}
+	}
+}
+
+// TestHitHeadersBytes: templates of large blocks stop being kept at
+// hitHeaderBytes, and replacing one gives its bytes back.
+func TestHitHeadersBytes(t *testing.T) {
+	var c hitHeaders
+	c.init()
+	var h fasthttp.ResponseHeader
+	h.SetStatusCode(200)
+	pad := strings.Repeat("x", 60<<10)
+	kept := 0
+	for i := range 400 {
+		blk := fmt.Appendf(nil, "X-Pad: %d%s\r\n", i, pad)
+		c.publish(&h, blk, 200, csHitMemory, false)
+		c.publish(&h, blk, 200, csHitMemory, false)
+		if c.copyTo(&h, blk, 200, csHitMemory, false) {
+			kept++
+		}
+		if n := c.bytes.Load(); n > hitHeaderBytes {
+			t.Fatalf("templates hold %d bytes, over %d", n, hitHeaderBytes)
+		}
+	}
+	if max := hitHeaderBytes / templateSize([]byte(pad)); kept == 0 || int64(kept) > max {
+		t.Fatalf("%d large templates kept, want 1..%d", kept, max)
+	}
+	var sum int64
+	for i := range c.slots {
+		if tpl := c.slots[i].Load(); tpl != nil {
+			sum += templateSize(tpl.block)
+		}
+	}
+	if sum != c.bytes.Load() {
+		t.Fatalf("bytes %d, templates in the table %d", c.bytes.Load(), sum)
 	}
 }
 
