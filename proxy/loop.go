@@ -103,10 +103,7 @@ func newLoop(o LoopOptions, reg prometheus.Registerer) (*loop, error) {
 // It allocates nothing.
 func (l *loop) looped(h *fasthttp.RequestHeader) bool {
 	n := 0
-	for k, v := range h.All() {
-		if !bytes.EqualFold(k, headerCDNLoop) {
-			continue
-		}
+	for _, v := range h.PeekAll("CDN-Loop") {
 		c, self := l.count(v)
 		if self {
 			return true
