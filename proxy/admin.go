@@ -39,11 +39,16 @@ func NewAdmin(s *Server, g prometheus.Gatherer) *Admin {
 			s.opts.Logger.Error("proxy: purge peers off", "err", err)
 		}
 		a.peers = p
-	} else if _, err := newPeerMetrics(s.opts.Registerer); err != nil {
-		// Without peers the strata_cluster_purge_* series are exported at
-		// zero all the same, so that a fleet dashboard's queries find them
-		// on every node (configs/grafana, e2e TestDashboardAndAlertSeriesExist).
-		s.opts.Logger.Warn("proxy: cluster purge metrics not registered", "err", err)
+	} else if len(po.URLs) > 0 {
+		s.opts.Logger.Error("proxy: cluster.peers set but no purge token: purges stay on this node", "peers", len(po.URLs))
+	}
+	if a.peers == nil {
+		if _, err := newPeerMetrics(s.opts.Registerer); err != nil {
+			// Without peers the strata_cluster_purge_* series are exported at
+			// zero all the same, so that a fleet dashboard's queries find them
+			// on every node (configs/grafana, e2e TestDashboardAndAlertSeriesExist).
+			s.opts.Logger.Warn("proxy: cluster purge metrics not registered", "err", err)
+		}
 	}
 	return a
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -195,13 +196,16 @@ func (p *peers) sendOne(peer string, body []byte) peerResult {
 	req.Header.Set("Authorization", "Bearer "+p.token)
 	req.Header.Set(headerPurgeForwarded, "1")
 	req.SetBody(body)
-	if err := p.client.DoTimeout(req, resp, p.opts.Timeout); err != nil {
+	err := p.client.DoTimeout(req, resp, p.opts.Timeout)
+	// An answer too long to keep still has its status: the peer applied
+	// the purge, and sending it again would purge again.
+	if err != nil && !errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		r.Error = "proxy: purge peer: " + err.Error()
 		p.m.sent[peerFailed].Inc()
 		return r
 	}
 	r.Status = resp.StatusCode()
-	if b := resp.Body(); json.Valid(b) {
+	if b := resp.Body(); err == nil && json.Valid(b) {
 		r.Answer = append(json.RawMessage(nil), b...)
 	}
 	switch {
@@ -222,11 +226,15 @@ func (p *peers) retrier() {
 	tick := time.NewTicker(firstPeerRetry / 2)
 	defer tick.Stop()
 	for {
+		q := p.queue
+		if len(pending) >= maxPeerRetries {
+			q = nil // full: the queue fills and enqueue gives up, counted
+		}
 		select {
 		case <-p.stop:
 			p.m.pending.Sub(float64(len(pending) + len(p.queue)))
 			return
-		case j := <-p.queue:
+		case j := <-q:
 			pending = append(pending, j)
 		case now := <-tick.C:
 			pending = p.retryDue(pending, now)
@@ -244,6 +252,12 @@ func (p *peers) retryDue(pending []peerJob, now time.Time) []peerJob {
 	}()
 	keep := pending[:0]
 	for _, j := range pending {
+		select {
+		case <-p.stop: // a backlog to a dead peer must not hold shutdown
+			keep = append(keep, j)
+			continue
+		default:
+		}
 		if now.Before(j.next) {
 			keep = append(keep, j)
 			continue

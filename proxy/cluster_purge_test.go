@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +239,48 @@ func TestPurgeForm(t *testing.T) {
 	got := string(purgeForm([]string{"http://a/x?y=1&z"}, []string{"t1", "t2"}, nil))
 	if want := "tag=t1&tag=t2&url=http%3A%2F%2Fa%2Fx%3Fy%3D1%26z"; got != want {
 		t.Fatalf("purgeForm = %q, want %q", got, want)
+	}
+}
+
+// TestPeerRetriesBounded: with jobs queued faster than a dead peer takes
+// them, at most maxPeerRetries wait in the retrier and as many in the
+// queue; the rest are given up and counted, not held in memory.
+func TestPeerRetriesBounded(t *testing.T) {
+	p, err := newPeers(PeerOptions{URLs: []string{"http://127.0.0.1:1"}, Timeout: time.Second, RetryFor: time.Hour},
+		"token", slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	now := time.Now()
+	const n = 3 * maxPeerRetries
+	for range n {
+		p.enqueue(peerJob{peer: "http://127.0.0.1:1", body: []byte("url=/x"), next: now.Add(time.Hour),
+			interval: time.Hour, deadline: now.Add(2 * time.Hour)})
+		time.Sleep(time.Microsecond) // let the retrier take what it will
+	}
+	pending, givenUp := testutil.ToFloat64(p.m.pending), testutil.ToFloat64(p.m.givenUp)
+	if pending > 2*maxPeerRetries || pending+givenUp != n || givenUp == 0 {
+		t.Fatalf("pending %v, given up %v of %d: want at most %d pending, the rest given up", pending, givenUp, n, 2*maxPeerRetries)
+	}
+}
+
+// TestPeerAnswerTooLong: a peer's answer longer than maxPeerAnswer still
+// counts as delivered (status 200): the purge is not sent again.
+func TestPeerAnswerTooLong(t *testing.T) {
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"pad":"` + strings.Repeat("x", 2*maxPeerAnswer) + `"}`))
+	}))
+	defer peer.Close()
+	p, err := newPeers(PeerOptions{URLs: []string{peer.URL}, Timeout: 2 * time.Second, RetryFor: time.Hour},
+		"token", slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	r := p.sendOne(peer.URL, []byte("url=/x"))
+	if r.Status != 200 || r.Error != "" || retryable(r) {
+		t.Fatalf("result %+v: want delivered with status 200", r)
 	}
 }
