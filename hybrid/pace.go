@@ -12,10 +12,18 @@ import "time"
 // are dropped. Waiting for the flushers instead keeps the object whole on
 // disk at the device's write speed, as a cache writing a temporary file
 // does. The wait polls (from 50µs, doubling to 2ms): it is taken once per
-// large slice, and only while a queue is full.
+// large slice, and only while a queue is full. Every disk, not the one
+// the writer's key maps to: what the insert pushes out of memory is other
+// keys, bound for any disk. A queue that could never hold n bytes is not
+// waited for: false at once.
 func (c *Cache) WaitWriteRoom(n int, d time.Duration) bool {
 	if c.disks == nil {
 		return true
+	}
+	for _, e := range c.disks.engs {
+		if int64(n) > e.WriteQueueBytes() {
+			return false
+		}
 	}
 	var deadline time.Time
 	nap := 50 * time.Microsecond

@@ -55,6 +55,10 @@ func TestWaitWriteRoom(t *testing.T) {
 	if !c.WaitWriteRoom(16<<10, 5*time.Second) {
 		t.Fatal("no room after the device wrote again")
 	}
+	t0 = time.Now()
+	if c.WaitWriteRoom(512<<10, time.Second) || time.Since(t0) > 100*time.Millisecond {
+		t.Fatal("waited for room for more than the queue can ever hold")
+	}
 	mc, _ := testCache(t, 64<<10, func(o *Options) { o.Device = nil })
 	if !mc.WaitWriteRoom(1<<30, time.Hour) {
 		t.Fatal("a memory-only cache waited")

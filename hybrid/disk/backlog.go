@@ -14,3 +14,6 @@ func (e *Engine) WriteRoom() int64 {
 	}
 	return e.opts.QueueBytes - e.queued.Load()
 }
+
+// WriteQueueBytes is the write queue's bound, QueueBytes.
+func (e *Engine) WriteQueueBytes() int64 { return e.opts.QueueBytes }
