@@ -37,6 +37,11 @@ func setLentBody(ctx *fasthttp.RequestCtx, v *hybrid.Value, body []byte) {
 	l := bodyLeasePool.Get().(*bodyLease)
 	l.v.Swap(v)
 	ctx.Response.SetBodyRaw(body)
+	// fasthttp overwrites a user value without closing it: a lease set
+	// before on this request would keep its pin for good.
+	if old, ok := ctx.UserValue(bodyLeaseKey).(*bodyLease); ok {
+		_ = old.Close()
+	}
 	ctx.SetUserValue(bodyLeaseKey, l)
 }
 

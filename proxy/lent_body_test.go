@@ -300,3 +300,31 @@ func BenchmarkMemoryHit(b *testing.B) {
 		})
 	}
 }
+
+// TestLentBodySetTwice: a second lent body on one request releases the
+// first lease's pin (fasthttp would overwrite the user value unclosed).
+func TestLentBodySetTwice(t *testing.T) {
+	cache, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 32 << 20, Shards: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close(context.Background())
+	val := bytes.Repeat([]byte("v"), 256<<10)
+	cache.Insert([]byte("a"), val, time.Time{})
+	cache.Insert([]byte("b"), val, time.Time{})
+	var ctx fasthttp.RequestCtx
+	for _, k := range []string{"a", "b"} {
+		var v hybrid.Value
+		if _, ok := cache.Lend([]byte(k), &v); !ok || !v.Lent() {
+			t.Fatalf("%s: not lent", k)
+		}
+		setLentBody(&ctx, &v, v.Bytes())
+	}
+	if b := cache.Stats().Memory.Borrowed; b != 1 {
+		t.Fatalf("Borrowed %d with one body on the response, want 1", b)
+	}
+	ctx.ResetUserValues()
+	if b := cache.Stats().Memory.Borrowed; b != 0 {
+		t.Fatalf("Borrowed %d after the request was reset", b)
+	}
+}
