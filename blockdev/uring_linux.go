@@ -51,6 +51,11 @@ type Ring struct {
 	slots  chan uint32 // free op slots (bounds reads in flight)
 	ops    []ringOp
 	closed atomic.Bool
+	// broken: an io_uring_enter failed, leaving an SQE the kernel may or
+	// may not have taken. The ring is never entered again (without
+	// SQPOLL the kernel takes SQEs only then), so that read can never land
+	// in a buffer its caller has since reused; every ReadAt fails.
+	broken atomic.Bool
 	done   chan struct{}
 	reaped chan struct{} // closed when complete has returned
 }
@@ -86,6 +91,9 @@ type uringParams struct {
 
 // ErrRingClosed is returned by ReadAt after Close.
 var ErrRingClosed = errors.New("blockdev: ring closed")
+
+// ErrRingBroken is returned by ReadAt once a submission failed.
+var ErrRingBroken = errors.New("blockdev: ring broken by a failed submission")
 
 // NewRing sets up a ring for up to depth reads in flight (rounded up to a
 // power of two by the kernel). It fails where io_uring is not available
@@ -171,6 +179,9 @@ func (r *Ring) ReadAt(fd int, p []byte, off int64) (int, error) {
 	if r.closed.Load() {
 		return 0, ErrRingClosed
 	}
+	if r.broken.Load() {
+		return 0, ErrRingBroken
+	}
 	var slot uint32
 	select {
 	case slot = <-r.slots:
@@ -181,7 +192,7 @@ func (r *Ring) ReadAt(fd int, p []byte, off int64) (int, error) {
 	op.buf = p
 	if err := r.submit(slot, fd, p, off); err != nil {
 		op.buf = nil
-		r.slots <- slot
+		r.slots <- slot // its completion, if any ever comes, reap drops (done has room)
 		return 0, err
 	}
 	res := <-op.done
@@ -198,6 +209,9 @@ func (r *Ring) ReadAt(fd int, p []byte, off int64) (int, error) {
 func (r *Ring) submit(slot uint32, fd int, p []byte, off int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.broken.Load() {
+		return ErrRingBroken
+	}
 	tail := atomic.LoadUint32(r.sqTail)
 	if tail-atomic.LoadUint32(r.sqHead) >= r.depth {
 		return errors.New("blockdev: io_uring submission queue full") // cannot happen: slots bound it
@@ -223,8 +237,8 @@ func (r *Ring) submit(slot uint32, fd int, p []byte, off int64) error {
 		case unix.EINTR, unix.EAGAIN, unix.EBUSY:
 			continue
 		}
-		atomic.StoreUint32(r.sqTail, tail) // not consumed: take it back
-		return fmt.Errorf("blockdev: io_uring_enter: %w", errno)
+		r.broken.Store(true)
+		return fmt.Errorf("%w: io_uring_enter: %w", ErrRingBroken, errno)
 	}
 }
 
@@ -249,7 +263,10 @@ func (r *Ring) reap() {
 		slot := *(*uint64)(cqe)
 		res := *(*int32)(unsafe.Add(cqe, 8))
 		if slot < uint64(len(r.ops)) {
-			r.ops[slot].done <- res
+			select { // never blocks the reaper: a stray completion is dropped
+			case r.ops[slot].done <- res:
+			default:
+			}
 		}
 	}
 	atomic.StoreUint32(r.cqHead, head)
