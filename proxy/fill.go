@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -115,12 +116,30 @@ const (
 // fillMap is the sharded in-flight map key → fill.
 type fillMap struct {
 	seed   maphash.Seed
-	shards [64]struct {
-		mu sync.Mutex
-		m  map[string]*fill
-		_  [40]byte
-	}
+	shards [64]fillShard
 }
+
+type fillShard struct {
+	mu sync.Mutex
+	m  map[string]*fill
+	// ended counts the fills of this shard that left the map (remove); a
+	// request compares it with the mark it took before its store lookup
+	// to learn whether a fill may have stored its key since (joinSince).
+	ended atomic.Uint64
+	_     [32]byte
+}
+
+// fillMark is what a request knows of its key's shard before its store
+// lookup (fillMap.mark).
+type fillMark struct {
+	sh    *fillShard
+	ended uint64
+}
+
+// maxRechecks bounds the store lookups a miss repeats because fills of
+// its shard ended meanwhile; past it, the request leads a fill anyway (at
+// worst one more origin request, as before rechecks existed).
+const maxRechecks = 2
 
 func (fm *fillMap) init() {
 	fm.seed = maphash.MakeSeed()
@@ -133,11 +152,36 @@ func (fm *fillMap) init() {
 // runs. The caller holds a reference and must drop it (f.release) or hand
 // it to a reader.
 func (fm *fillMap) join(s *Server, key []byte) (f *fill, leader bool) {
-	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
+	f, leader, _ = fm.joinSince(s, key, fillMark{})
+	return f, leader
+}
+
+func (fm *fillMap) shard(key []byte) *fillShard {
+	return &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
+}
+
+// mark is taken before a store lookup of key, for joinSince.
+func (fm *fillMap) mark(key []byte) fillMark {
+	sh := fm.shard(key)
+	return fillMark{sh: sh, ended: sh.ended.Load()}
+}
+
+// joinSince is join for a request whose store lookup, made after mark m,
+// missed: when no fill runs for key but one may have ended (stored its
+// response) since the lookup, it creates none and returns ok = false, and
+// the caller looks the store up again. Without this check, a request that
+// missed just before a fill stored its key and joined just after the fill
+// left the map would fetch the key from the origin a second time. A zero
+// mark never asks for a recheck.
+func (fm *fillMap) joinSince(s *Server, key []byte, m fillMark) (f *fill, leader, ok bool) {
+	sh := fm.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if f = sh.m[string(key)]; f != nil && f.tryRef() {
-		return f, false
+		return f, false, true
+	}
+	if m.sh != nil && (f != nil || sh.ended.Load() != m.ended) {
+		return nil, false, false // an ended fill still in the map, or one that left since the lookup
 	}
 	// None, or one that has ended but not yet left the map: a new fill
 	// replaces it (remove deletes only its own entry).
@@ -145,7 +189,7 @@ func (fm *fillMap) join(s *Server, key []byte) (f *fill, leader bool) {
 	f.skey = f.key
 	f.cond.L = &f.mu
 	sh.m[string(f.key)] = f
-	return f, true
+	return f, true, true
 }
 
 // tryRef takes a reference to f unless it has ended (done or failed): a
@@ -162,10 +206,11 @@ func (f *fill) tryRef() bool {
 }
 
 func (fm *fillMap) remove(f *fill) {
-	sh := &fm.shards[maphash.Bytes(fm.seed, f.key)%uint64(len(fm.shards))]
+	sh := fm.shard(f.key)
 	sh.mu.Lock()
 	if sh.m[string(f.key)] == f {
 		delete(sh.m, string(f.key))
+		sh.ended.Add(1)
 	}
 	sh.mu.Unlock()
 }
@@ -176,7 +221,21 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 		s.pass(ctx, o, cs)
 		return
 	}
-	f, leader := s.fills.join(s, st.key)
+	f, leader, ok := s.fills.joinSince(s, st.key, st.fmark)
+	for n := 0; !ok; n++ {
+		// lookup starts from the URL's key (lookupVariant may have moved
+		// st.key to a variant's) and takes the marks again.
+		st.key = append(st.key[:0], st.pkey...)
+		st.mkey = metaKey(st.mkey[:0], st.key)
+		st.fmark = s.fills.mark(st.key)
+		if cs = s.lookup(ctx, st, o); cs.hit() {
+			return
+		}
+		if n+1 >= maxRechecks {
+			st.fmark = fillMark{}
+		}
+		f, leader, ok = s.fills.joinSince(s, st.key, st.fmark)
+	}
 	t0 := s.originClock(ctx)
 	if leader {
 		s.startFill(ctx, f, o, st, false)

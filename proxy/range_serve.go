@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"hash/maphash"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -119,8 +118,8 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 	case state == fetchRedirect:
 		if f := s.fills.joinExisting(st.key); f != nil {
 			s.serveFillRanged(ctx, o, cs, f, false)
-		} else if c := s.lookup(ctx, st, o); c != csHitMemory && c != csHitDisk {
-			s.miss(ctx, st, o, cs) // the fill ended (stored or not) before we could join it
+		} else if c := s.lookup(ctx, st, o); !c.hit() {
+			s.miss(ctx, st, o, c) // the fill ended (stored or not) before we could join it
 		}
 	case errors.Is(err, errNoValidator):
 		f, leader := s.fills.join(s, st.key)
@@ -325,7 +324,7 @@ func storedContentType(hdrs []headerKV) []byte {
 // joinExisting returns the fill running for key with a reference taken,
 // or nil; it never starts one.
 func (fm *fillMap) joinExisting(key []byte) *fill {
-	sh := &fm.shards[maphash.Bytes(fm.seed, key)%uint64(len(fm.shards))]
+	sh := fm.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if f := sh.m[string(key)]; f != nil && f.tryRef() {

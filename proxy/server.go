@@ -56,9 +56,12 @@ type reqState struct {
 	mkey []byte       // record key
 	val  []byte       // Store.Get destination
 	lv   hybrid.Value // Store.Lend destination: the record; released when the handler returns
-	num  []byte       // Age digits
-	obj  object
-	rp   httpcache.RequestPolicy
+	// fmark is the key's fill shard as it was before the store lookup
+	// (fillMap.joinSince).
+	fmark fillMark
+	num   []byte // Age digits
+	obj   object
+	rp    httpcache.RequestPolicy
 
 	// Revalidation, variants, stale serving.
 	pkey    []byte            // primary (URL) key; key is a variant's when the URL varies
@@ -237,6 +240,7 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	}
 	st.key = httpcache.BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
 	st.mkey = metaKey(st.mkey[:0], st.key)
+	st.fmark = s.fills.mark(st.key)
 	cs := s.lookup(ctx, st, o)
 	if cs.hit() {
 		return

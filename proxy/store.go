@@ -93,6 +93,10 @@ type mapStore struct {
 	// Pace, when set, answers WaitWriteRoom (writePacer); unset, there is
 	// always room.
 	Pace func(n int) bool
+	// AfterLend, when set, is called at the end of each Lend with its
+	// answer, outside the lock: a test stalls a request between its
+	// lookup and what follows.
+	AfterLend func(key []byte, hit bool)
 }
 
 // WaitWriteRoom implements writePacer.
@@ -138,6 +142,9 @@ func (s *mapStore) Lend(key []byte, v *hybrid.Value) (hybrid.Tier, bool) {
 		v.SetCopy(b)
 	}
 	s.mu.Unlock()
+	if s.AfterLend != nil {
+		s.AfterLend(key, ok)
+	}
 	switch {
 	case !ok:
 		return hybrid.TierMiss, false

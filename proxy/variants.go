@@ -160,6 +160,7 @@ func (s *Server) lookupVariant(ctx *fasthttp.RequestCtx, st *reqState, val []byt
 	}
 	st.key = variantKey(st.key[:0], st.pkey, x.Epoch, st.vk)
 	st.mkey = metaKey(st.mkey[:0], st.key)
+	st.fmark = s.fills.mark(st.key) // a miss joins the variant's fill
 	v, tier, ok := s.store.Get(st.mkey, st.val[:0])
 	st.val = v[:0]
 	st.tier = tier
