@@ -64,7 +64,7 @@ func writeNotModifiedHeaders(h *fasthttp.ResponseHeader, kvs []headerKV) {
 // writeNotModifiedFrom answers 304 for an origin response (a private fill
 // handed to its leader); it releases resp.
 func (s *Server) writeNotModifiedFrom(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, cs cacheStatus) {
-	kvs, _ := copyResponseHeaders(nil, nil, &resp.Header)
+	kvs, _ := copyResponseHeaders(&resp.Header, 0)
 	age := time.Duration(-1)
 	if a := httpcache.ResponseAge(&resp.Header); a > 0 {
 		age = httpcache.Seconds(a)

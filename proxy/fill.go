@@ -72,6 +72,9 @@ type fill struct {
 	key  []byte // object key the fill runs for (fill map key), owned
 	skey []byte // object key the response is stored under: key, or a variant's (variants.go)
 	rv   fillReval
+	// kb holds the store keys of the fill goroutine's inserts: a key
+	// array on the stack would escape to the heap through Store.Insert.
+	kb [256]byte
 
 	mu    sync.Mutex
 	cond  sync.Cond // progress, headers, end, a reader leaving
@@ -523,9 +526,11 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
-	o.Headers, f.hdrBuf = copyResponseHeaders(nil, nil, &resp.Header)
+	o.Headers, f.hdrBuf = copyResponseHeaders(&resp.Header, len(si.ETag)+httpDateLen)
 	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
-		o.Headers = append(o.Headers, headerKV{Key: httpcache.HeaderDate, Value: fasthttp.AppendHTTPDate(nil, si.Date)})
+		n := len(f.hdrBuf)
+		f.hdrBuf = fasthttp.AppendHTTPDate(f.hdrBuf, si.Date)
+		o.Headers = append(o.Headers, headerKV{Key: httpcache.HeaderDate, Value: f.hdrBuf[n:len(f.hdrBuf):len(f.hdrBuf)]})
 	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]

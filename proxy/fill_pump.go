@@ -140,8 +140,7 @@ func (f *fill) insertSlice(idx int) {
 		f.digests = binary.BigEndian.AppendUint64(f.digests, sliceDigest(data))
 	}
 	paced(f.s.store, len(slot), &f.unpaced)
-	var kb [256]byte
-	f.s.store.Insert(sliceKey(kb[:0], f.skey, idx), slot, f.expiry)
+	f.s.store.Insert(sliceKey(f.kb[:0], f.skey, idx), slot, f.expiry)
 	f.mu.Lock()
 	f.inserted = idx + 1
 	f.mu.Unlock()
@@ -170,8 +169,7 @@ func (f *fill) finish() error {
 		}
 		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
 		rec = appendObject(rec[:0], &f.obj)
-		var kb [256]byte
-		f.s.store.Insert(metaKey(kb[:0], f.skey), rec, f.expiry)
+		f.s.store.Insert(metaKey(f.kb[:0], f.skey), rec, f.expiry)
 		f.s.recordTags(f.skey, &f.obj)
 		putSlab(rec)
 		if f.rv.vary != nil {

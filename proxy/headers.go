@@ -3,6 +3,8 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -25,26 +27,32 @@ func connectionValue(h *fasthttp.ResponseHeader) []byte {
 	return h.PeekBytes(httpcache.HeaderConnection)
 }
 
-// copyResponseHeaders appends the end-to-end headers of src to kvs, with
-// the names (in canonical case, appendCanonicalName) and values copied into
-// buf; it returns both grown.
-func copyResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader) ([]headerKV, []byte) {
+// httpDateLen is the length of an IMF-fixdate (RFC 9110 §5.6.7).
+const httpDateLen = len("Mon, 02 Jan 2006 15:04:05 GMT")
+
+// copyResponseHeaders returns the end-to-end headers of src, with the
+// names (in canonical case, appendCanonicalName) and values copied into
+// one buffer, also returned. Both are allocated once, at their final size:
+// kvs with room for one more field, buf for extra more bytes (what a
+// caller adds: a Date, an ETag).
+func copyResponseHeaders(src *fasthttp.ResponseHeader, extra int) ([]headerKV, []byte) {
 	conn := connectionValue(src)
-	type span struct{ k0, k1, v0, v1 int }
-	spans := make([]span, 0, 16)
+	n, size := 0, extra
 	for k, v := range src.All() {
-		if !httpcache.StoredField(k, conn) || len(spans) >= maxStoredHeader {
+		if httpcache.StoredField(k, conn) && n < maxStoredHeader {
+			n, size = n+1, size+len(k)+len(v)
+		}
+	}
+	kvs, buf := make([]headerKV, 0, n+1), make([]byte, 0, size)
+	for k, v := range src.All() {
+		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredHeader {
 			continue
 		}
-		sp := span{k0: len(buf)}
+		k0 := len(buf)
 		buf = appendCanonicalName(buf, k)
-		sp.k1, sp.v0 = len(buf), len(buf)
+		v0 := len(buf)
 		buf = append(buf, v...)
-		sp.v1 = len(buf)
-		spans = append(spans, sp)
-	}
-	for _, sp := range spans {
-		kvs = append(kvs, headerKV{Key: buf[sp.k0:sp.k1:sp.k1], Value: buf[sp.v0:sp.v1:sp.v1]})
+		kvs = append(kvs, headerKV{Key: buf[k0:v0:v0], Value: buf[v0:len(buf):len(buf)]})
 	}
 	return kvs, buf
 }
@@ -72,12 +80,12 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	} else {
 		h.SetBytesKV(httpcache.HeaderXForwardedProto, []byte("http"))
 	}
-	ip := ctx.RemoteIP().String()
+	var xff [64]byte
+	v := xff[:0]
 	if prior := h.PeekBytes(httpcache.HeaderXForwardedFor); len(prior) > 0 {
-		h.SetBytesKV(httpcache.HeaderXForwardedFor, append(append(append([]byte(nil), prior...), ", "...), ip...))
-	} else {
-		h.SetBytesKV(httpcache.HeaderXForwardedFor, []byte(ip))
+		v = append(append(v, prior...), ", "...)
 	}
+	h.SetBytesKV(httpcache.HeaderXForwardedFor, appendIP(v, ctx.RemoteIP()))
 	h.AddBytesKV(httpcache.HeaderVia, s.via)
 	s.addCDNLoop(h)
 	if sc := s.opts.Policy.SurrogateCapability(); !s.opts.Policy.IgnoreSurrogateControl && len(sc) > 0 {
@@ -90,6 +98,16 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	dst.URI().SetSchemeBytes(o.scheme)
 	dst.URI().SetHostBytes(o.addr)
 	dst.UseHostHeader = true
+}
+
+// appendIP appends ip as net.IP.String writes it (an IPv4-mapped address
+// in dotted form), without its allocation.
+func appendIP(dst []byte, ip net.IP) []byte {
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return append(dst, ip.String()...)
+	}
+	return a.Unmap().AppendTo(dst)
 }
 
 // writeHeaders sets the stored end-to-end headers on the client response,

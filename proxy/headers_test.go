@@ -179,7 +179,7 @@ func TestStoredNamesCanonical(t *testing.T) {
 	if err := src.Read(bufioReader(strings.NewReader("HTTP/1.1 200 OK\r\nx-lower: 1\r\nETAG: \"e\"\r\nBad Name: 2\r\n\r\n"))); err != nil {
 		t.Fatal(err)
 	}
-	kvs, _ := copyResponseHeaders(nil, nil, &src)
+	kvs, _ := copyResponseHeaders(&src, 0)
 	var names []string
 	for _, kv := range kvs {
 		names = append(names, string(kv.Key))

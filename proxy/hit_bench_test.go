@@ -46,10 +46,16 @@ func (c *replayConn) Read(b []byte) (int, error) {
 }
 func (c *replayConn) Write(b []byte) (int, error) { c.written += int64(len(b)); return len(b), nil }
 func (c *replayConn) Close() error                { return nil }
-func (c *replayConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
-func (c *replayConn) RemoteAddr() net.Addr {
-	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}
-}
+func (c *replayConn) LocalAddr() net.Addr         { return replayLocal }
+func (c *replayConn) RemoteAddr() net.Addr        { return replayRemote }
+
+// The addresses of every replayConn, made once: a real connection's do
+// not allocate per request either.
+var (
+	replayLocal  net.Addr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80}
+	replayRemote net.Addr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}
+)
+
 func (c *replayConn) SetDeadline(time.Time) error      { return nil }
 func (c *replayConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *replayConn) SetWriteDeadline(time.Time) error { return nil }

@@ -145,7 +145,7 @@ func (s *Server) refresh(f *fill, rp *httpcache.RequestPolicy, h304 *fasthttp.Re
 	var si httpcache.StoreInfo
 	httpcache.StoreDecision(&si, rp, p.Status, h, respTime, &s.opts.Policy)
 	o := *p // same generation, body length, inline body (borrowing f.rv.prior)
-	o.Headers, _ = copyResponseHeaders(nil, nil, h)
+	o.Headers, _ = copyResponseHeaders(h, 0)
 	o.ETag = append([]byte(nil), si.ETag...)
 	if len(o.ETag) == 0 {
 		o.ETag = nil

@@ -89,7 +89,7 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *httpca
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
 	var buf []byte
-	o.Headers, buf = copyResponseHeaders(nil, nil, &resp.Header)
+	o.Headers, buf = copyResponseHeaders(&resp.Header, 0)
 	kept := o.Headers[:0]
 	for _, h := range o.Headers {
 		if !bytes.EqualFold(h.Key, httpcache.HeaderContentRange) {
