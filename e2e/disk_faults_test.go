@@ -73,11 +73,18 @@ limits:
 // faultEpisode switches disk to mode while fillers [from, to) are
 // requested: each answered within budget, the disk taken out of service
 // (the nth time), /readyz still 200; then back to normal, and the disk
-// back in service. Each change logged once.
+// back in service. Each change logged once. A hung device counts against
+// the disk only once it has held a read for a second (disk.stuckAfter):
+// until the disk is out, fillers from to on (on disk too, evictToDisk)
+// are requested one at a time, each within budget.
 func faultEpisode(t *testing.T, s *strata, disk *fuseDisk, mode int32, from, to int, budget time.Duration, nth int) {
 	t.Helper()
 	disk.set(mode)
 	getAllWithin(t, s, from, to, budget)
+	for i := to; strings.Count(s.Output(), logTakenOut) < nth && i < to+(to-from); i++ {
+		getAllWithin(t, s, i, i+1, budget)
+		time.Sleep(50 * time.Millisecond)
+	}
 	awaitLog(t, s, logTakenOut, nth)
 	wantMetric(t, s, "strata_disk_online", 0)
 	wantReady(t, s)

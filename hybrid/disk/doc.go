@@ -199,10 +199,11 @@ package disk
 // delivering, abandoned; compare-and-swap on both sides) decides who owns
 // the caller's dst, so a late read never writes into a buffer its Get has
 // left (runtime.go). A timed-out read counts against the device's health
-// only when some read or write has been in the device for over half the
-// deadline: on a busy 2-core box, reads queued behind many quick ones time
-// out too, and taking a working disk out of service for that turned a
-// load spike into a stream of origin fetches. A read in the caller's goroutine (RuntimeDisabled)
+// only when some read or write has been in the device for 4 × the
+// deadline, at least a second (stuckAfter): on a busy 2-core box, reads
+// queued behind many quick ones, or behind slow large writes, time out
+// too, and taking a working disk out of service for that turned a load
+// spike into a stream of origin fetches. A read in the caller's goroutine (RuntimeDisabled)
 // cannot be abandoned and has no deadline. Close bounds every wait by its
 // ctx plus a second of grace and leaves behind what the device still
 // holds (close.go).

@@ -11,7 +11,7 @@ import (
 // health takes a failing device out of service and brings it back, as
 // Traffic Server marks a bad disk offline. Every failed device read or
 // write, and every read past ReadTimeout while some I/O has been held by
-// the device for over half of ReadTimeout, is a failure (a read that only
+// the device for 4 × ReadTimeout (at least a second), is a failure (a read that only
 // waited behind quick ones on a loaded machine is a miss, not the
 // device's failure: see ioRuntime.deviceStuck); ErrorLimit of them
 // within ErrorWindow take the disk out: Gets skip it and Inserts are

@@ -109,9 +109,11 @@ func TestOutOfServiceOnReadErrors(t *testing.T) {
 	wantOnce(t, log)
 }
 
-// TestOutOfServiceOnHang: a hung device is taken out by read timeouts;
-// its probe reads hang too, and while one hangs no other is started;
-// once the device answers, the disk comes back.
+// TestOutOfServiceOnHang: a hung device is taken out by read timeouts,
+// once it has held a read for stuckAfter (not before: the first
+// timeouts are held against nobody); its probe reads hang too, and while
+// one hangs no other is started; once the device answers, the disk comes
+// back.
 func TestOutOfServiceOnHang(t *testing.T) {
 	log := &logRecorder{}
 	o := healthOpts(log)
@@ -121,8 +123,18 @@ func TestOutOfServiceOnHang(t *testing.T) {
 		wg.Go(func() { e.Get(keyN("g", i), nil) })
 	}
 	wg.Wait()
-	if s := e.Stats(); s.Online || s.ReadTimeouts != 5 {
-		t.Fatalf("online %v after %d timeouts", s.Online, s.ReadTimeouts)
+	if s := e.Stats(); !s.Online || s.ReadTimeouts != 5 {
+		t.Fatalf("online %v after %d timeouts within ReadTimeout of the hang: want in service", s.Online, s.ReadTimeouts)
+	}
+	t0 := time.Now()
+	for i := 0; e.Stats().Online; i++ {
+		if time.Since(t0) > stuckAfter(o.ReadTimeout)+5*time.Second {
+			t.Fatalf("a hung device still in service after %d timed-out reads", e.Stats().ReadTimeouts)
+		}
+		e.Get(keyN("g", i%5), nil)
+	}
+	if took := time.Since(t0); took < stuckAfter(o.ReadTimeout)-2*o.ReadTimeout {
+		t.Fatalf("taken out %v after the hang, before stuckAfter %v", took, stuckAfter(o.ReadTimeout))
 	}
 	// 4 workers and one probe hang; more probes would add to them.
 	waitFor(t, "a probe read", func() bool { return dev.Hanging() == o.ReadWorkers+1 })

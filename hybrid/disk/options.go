@@ -134,7 +134,7 @@ type Options struct {
 	// ReadTimeout is how long a Get waits for its disk read, counted from
 	// when it is queued for a worker. Past it the Get is a miss (counted in
 	// ReadTimeouts, and toward ErrorLimit when the device holds an I/O for
-	// over half of ReadTimeout); the read completes, or is
+	// 4 × ReadTimeout, at least 1s); the read completes, or is
 	// skipped, on its worker with nobody waiting, and never touches the
 	// caller's buffer. Default 250ms (DefaultReadTimeout). The deadline
 	// needs a read pool: with RuntimeDisabled the read runs in the caller's
