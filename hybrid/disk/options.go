@@ -129,7 +129,11 @@ type Options struct {
 	// WriteWorkers is the write pool size in separated mode. Default Flushers.
 	WriteWorkers int
 	// ReadQueue bounds reads waiting for a worker; a read that finds it
-	// full is a miss, counted. Default 4 × ReadWorkers.
+	// full is a miss, counted. Default 32 × ReadWorkers: every waiting
+	// read is a request already parked on it, bounded in time by
+	// ReadTimeout, and a miss costs an origin fetch. At 4 × ReadWorkers,
+	// 64 clients reading 256 KiB objects from a loaded disk found it full
+	// on 6% of their disk hits.
 	ReadQueue int
 	// ReadTimeout is how long a Get waits for its disk read, counted from
 	// when it is queued for a worker. Past it the Get is a miss (counted in
@@ -198,7 +202,7 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	def(&o.ReadWorkers, DefaultReadWorkers)
 	def(&o.WriteWorkers, o.Flushers)
-	def(&o.ReadQueue, 4*o.ReadWorkers)
+	def(&o.ReadQueue, 32*o.ReadWorkers)
 	setDur(&o.ReadTimeout, DefaultReadTimeout)
 	def(&o.ErrorLimit, DefaultErrorLimit)
 	setDur(&o.ErrorWindow, DefaultErrorWindow)
