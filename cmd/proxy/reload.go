@@ -113,6 +113,8 @@ func (a *app) applyConfig() error {
 		}
 	}
 	a.log.Info("reload: config applied", "file", configName(a.flags), "changed", strings.Join(applied, ","))
+	a.log.Debug("reload: in force", "origins", originURLs(cfg), "fill_timeout", cfg.Limits.FillTimeout.D(),
+		"log_level", cfg.Log.Level, "purge", cfg.Admin.PurgeToken != "" || cfg.Admin.PurgeTokenFile != "")
 	return nil
 }
 
@@ -158,4 +160,12 @@ func (a *app) closeWhenDraining(h fasthttp.RequestHandler) fasthttp.RequestHandl
 			ctx.SetConnectionClose()
 		}
 	}
+}
+
+func originURLs(cfg *configs.Config) string {
+	urls := make([]string, len(cfg.Origins))
+	for i, o := range cfg.Origins {
+		urls[i] = o.URL
+	}
+	return strings.Join(urls, ",")
 }
