@@ -144,3 +144,37 @@ func alive(pid int) bool {
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
 }
+
+// TestBinaryUpgradeRefused: a new process whose config does not load
+// never takes over: the old one logs that the upgrade failed and serves
+// on, with its cache; a second SIGUSR2 then may try again.
+func TestBinaryUpgradeRefused(t *testing.T) {
+	o := startOrigin(t)
+	s := startStrata(t, strataOpts{Config: fmt.Sprintf("origins: [{url: %s}]\n", o.URL("origin"))})
+	url := s.URL + "/obj/1k/kept?max-age=600"
+	if resp, _ := get(t, url); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "strata.yaml"), []byte("bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		if err := s.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for strings.Count(s.Output(), "upgrade failed, this process serves on") < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no failed upgrade #%d logged; output:\n%s", n, s.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		resp, _ := get(t, url)
+		if resp.StatusCode != 200 || !strings.Contains(cacheStatus(resp.Header), "hit") {
+			t.Fatalf("after failed upgrade #%d: %s %q, want a hit", n, resp.Status, cacheStatus(resp.Header))
+		}
+	}
+	if !strings.Contains(s.Output(), "bogus") {
+		t.Errorf("the new process did not say what is wrong with the config")
+	}
+}
