@@ -22,6 +22,16 @@
 // device, and writes not synced) and the next start recovers the device
 // as after a crash. A restart on the same device finds what was flushed.
 //
+// SIGHUP reloads the config file (reload.go): what a running process can
+// change applies without dropping a connection or the cache, the rest is
+// named and kept, and a file that does not load changes nothing. SIGUSR2
+// upgrades the binary (upgrade.go): a new process started from the same
+// path takes the listening sockets over, this one drains and shuts down as
+// on SIGTERM, and the new one opens the device once it is released. Under
+// systemd (NOTIFY_SOCKET) the process says READY=1 once serving, and
+// RELOADING=1, STOPPING=1 and MAINPID= as those happen (sdnotify.go;
+// configs/systemd/strata.service).
+//
 // `strata stats [-admin ADDR] [-once]` is the other command: a live view
 // of a running node's /metrics (stats.go). strata takes no positional
 // arguments otherwise, so "stats" first cannot be a config's flags.

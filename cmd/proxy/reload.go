@@ -86,6 +86,11 @@ func (a *app) applyConfig() error {
 			a.log.Warn("reload: key not applied, the running value stays (restart or upgrade to apply it)",
 				"key", k.Key, "why", k.Restart)
 		}
+		// The running values of the kept keys beside the new values of the
+		// rest: check the mixture as a whole again.
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
 		if parts, err = cfg.Compose(a.log); err != nil {
 			return err
 		}
