@@ -143,6 +143,9 @@ func (a *app) serveUntilStop(sigs <-chan os.Signal) int {
 				continue
 			}
 			a.log.Info("strata: signal received, shutting down", "signal", sig.String())
+			if a.upgrade.child != nil { // it would outlive us, serving on
+				a.upgradeFailed(errors.New("strata: upgrade: stopped before the new process took over"))
+			}
 			_ = sdNotify("STOPPING=1")
 			return exitOK
 		case err := <-a.upgrade.answer:

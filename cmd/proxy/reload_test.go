@@ -11,8 +11,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"strata/configs"
 )
@@ -85,5 +89,26 @@ func TestCertsReload(t *testing.T) {
 	}
 	if got := subject(); got != "second.example" {
 		t.Errorf("after a broken pair: serving %q, want second.example still", got)
+	}
+}
+
+// TestReloadMetric: both results are exported from the start, at zero,
+// and pass the linter.
+func TestReloadMetric(t *testing.T) {
+	var l live
+	l.init(&configs.Config{})
+	l.reloadOK.Inc()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(l.reloads)
+	want := `# HELP strata_config_reloads_total Config reloads (SIGHUP) by result: ok (applied, maybe with keys that need a restart kept), failed (nothing changed).
+# TYPE strata_config_reloads_total counter
+strata_config_reloads_total{result="failed"} 0
+strata_config_reloads_total{result="ok"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", probs, err)
 	}
 }
