@@ -203,3 +203,44 @@ func TestReloadTakesEffect(t *testing.T) {
 		t.Errorf("debug lines after going back to info: %d in force lines, want 1", n)
 	}
 }
+
+// TestReloadTLSCertificate: a certificate renewed under the same file
+// names is served after SIGHUP (the new one verifies, the old one no
+// longer does), and the HTTPS listener keeps its cache.
+func TestReloadTLSCertificate(t *testing.T) {
+	o := startOrigin(t)
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	b, err := os.ReadFile(cert) // a copy of the first certificate, to trust it alone later
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCert := filepath.Join(t.TempDir(), "old.pem")
+	if err := os.WriteFile(oldCert, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf("origins: [{url: %s}]\ntls: {listen: \"127.0.0.1:0\", cert_file: %s, key_file: %s}\n", o.URL("origin"), cert, key)
+	s := startStrata(t, strataOpts{Dir: dir, Config: yaml})
+	https := ""
+	for _, l := range s.Listeners {
+		if l.Name == "strata" && l.Scheme == "https" {
+			https = "https://" + l.Addr
+		}
+	}
+	if https == "" {
+		t.Fatalf("no https listener logged: %v", s.Listeners)
+	}
+	if r := curl(t, "--cacert", oldCert, https+"/obj/1k/tls?max-age=600"); r.Exit != 0 || r.Status != 200 {
+		t.Fatalf("before the renewal: curl exit %d (%s) status %d", r.Exit, r.Stderr, r.Status)
+	}
+	selfSigned(t, dir) // renewed: a new key and certificate under the same names
+	hup(t, s, yaml, "reload: config applied", 1)
+	r := curl(t, "--cacert", cert, https+"/obj/1k/tls?max-age=600")
+	if r.Exit != 0 || r.Status != 200 {
+		t.Fatalf("the renewed certificate: curl exit %d (%s) status %d", r.Exit, r.Stderr, r.Status)
+	}
+	wantStatus(t, "after the renewal", r.Header, "hit")
+	if r := curl(t, "--cacert", oldCert, https+"/obj/1k/tls?max-age=600"); r.Exit == 0 {
+		t.Errorf("the old certificate is still served after the reload")
+	}
+}
