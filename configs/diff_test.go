@@ -91,3 +91,47 @@ func mergeYAML(t *testing.T, base, extra string) string {
 	}
 	return string(out)
 }
+
+// TestEveryKeyClassified: each key Diff can report is either applied by a
+// reload (reloadKeys) or needs a restart (restartKeys), never both or
+// neither: a new config key must be placed on purpose.
+func TestEveryKeyClassified(t *testing.T) {
+	var keys []string
+	var walk func(rt reflect.Type, path string)
+	walk = func(rt reflect.Type, path string) {
+		if rt.Kind() != reflect.Struct {
+			keys = append(keys, path)
+			return
+		}
+		for i := range rt.NumField() {
+			k := yamlKey(rt.Field(i))
+			if k == "" {
+				continue
+			}
+			if path != "" {
+				k = path + "." + k
+			}
+			walk(rt.Field(i).Type, k)
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+	if len(keys) < 40 {
+		t.Fatalf("only %d keys found: %v", len(keys), keys)
+	}
+	for _, k := range keys {
+		reload := 0
+		for _, p := range reloadKeys {
+			if keyMatches(k, p) {
+				reload++
+			}
+		}
+		switch restart := restartReason(k) != ""; {
+		case reload > 0 && restart:
+			t.Errorf("%s is both reloadable and needs a restart", k)
+		case reload == 0 && !restart:
+			t.Errorf("%s is in neither reloadKeys nor restartKeys: place it (and, if reloadable, make the reload apply it)", k)
+		case reload > 1:
+			t.Errorf("%s matches %d reloadKeys", k, reload)
+		}
+	}
+}
