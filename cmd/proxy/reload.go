@@ -99,14 +99,18 @@ func (a *app) applyConfig() error {
 	if err != nil {
 		return err
 	}
+	var cert *tls.Certificate
 	if cfg.TLS.Listen != "" {
-		if err := a.certs.load(cfg.TLS); err != nil {
+		if cert, err = loadPair(cfg.TLS); err != nil {
 			return err
 		}
 	}
 	parts.Proxy.Logger = a.log
 	if err := a.proxy.Reload(parts.Proxy); err != nil {
 		return fmt.Errorf("strata: reload: %w", err)
+	}
+	if cert != nil {
+		a.certs.cur.Store(cert)
 	}
 	setLevel(a.level, level)
 	a.shutdownTimeout = cfg.Limits.ShutdownTimeout.D()
@@ -138,12 +142,20 @@ type certs struct {
 
 // load reads the certificate pair t names; on error the current one stays.
 func (c *certs) load(t configs.TLS) error {
+	cert, err := loadPair(t)
+	if err != nil {
+		return err
+	}
+	c.cur.Store(cert)
+	return nil
+}
+
+func loadPair(t configs.TLS) (*tls.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return fmt.Errorf("strata: tls: %w", err)
+		return nil, fmt.Errorf("strata: tls: %w", err)
 	}
-	c.cur.Store(&cert)
-	return nil
+	return &cert, nil
 }
 
 // config is the TLS listener's tls.Config (fasthttp's ServeTLS uses Go's

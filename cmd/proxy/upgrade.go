@@ -210,19 +210,20 @@ func (a *app) startUpgrade() error {
 		return fmt.Errorf("strata: upgrade: start %s: %w", u.exe, err)
 	}
 	a.log.Info("upgrade: new binary started", "path", u.exe, "pid", cmd.Process.Pid)
-	u.child, u.answer = cmd, make(chan error, 1)
+	answer := make(chan error, 1) // buffered: the reader never waits for the signal loop
+	u.child, u.answer = cmd, answer
 	go func() {
 		defer r.Close()
-		r.SetReadDeadline(time.Now().Add(upgradeReady))
+		_ = r.SetReadDeadline(time.Now().Add(upgradeReady))
 		line, err := bufio.NewReader(r).ReadString('\n')
 		if line == "go\n" {
-			u.answer <- nil
+			answer <- nil
 			return
 		}
 		if err == nil {
 			err = fmt.Errorf("unexpected %q", line)
 		}
-		u.answer <- fmt.Errorf("strata: upgrade: the new process did not take over: %w", err)
+		answer <- fmt.Errorf("strata: upgrade: the new process did not take over: %w", err)
 	}()
 	return nil
 }
