@@ -244,3 +244,21 @@ func TestReloadTLSCertificate(t *testing.T) {
 		t.Errorf("the old certificate is still served after the reload")
 	}
 }
+
+// TestReloadFlagsStillOverride: -origin overrides the file's origin at
+// start and after a reload that changes it, while the rest of the new
+// file applies.
+func TestReloadFlagsStillOverride(t *testing.T) {
+	a, b := startOrigin(t), startOrigin(t)
+	s := startStrata(t, strataOpts{Origin: a.URL("origin"), Config: reloadYAML(b.URL("origin"), "one", "info", "10m")})
+	hup(t, s, reloadYAML(b.URL("origin"), "two", "info", "10m"), "reload: config applied", 1)
+	if resp, _ := get(t, s.URL+"/obj/1k/flag?max-age=60"); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	if na, nb := originCount(t, a, "/obj/1k/flag?max-age=60"), getOriginStats(t, b).Requests; na != 1 || nb != 0 {
+		t.Errorf("origin A (-origin) saw %d, B (the file's) %d: want the flag to win after the reload", na, nb)
+	}
+	if c := purgeStatus(t, s, "two", "http://x/none"); c == http.StatusUnauthorized {
+		t.Errorf("the new token did not apply beside the flag: %d", c)
+	}
+}
