@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,8 +78,15 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Skip("wrk not installed: the binary upgrade under load is not tested")
 	}
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notify.Close()
 	o := startOrigin(t)
-	s := startStrata(t, strataOpts{Config: fmt.Sprintf("origins: [{url: %s}]\ncache: {write_policy: insertion}\n", o.URL("origin"))})
+	s := startStrata(t, strataOpts{Config: fmt.Sprintf("origins: [{url: %s}]\ncache: {write_policy: insertion}\n", o.URL("origin")),
+		Env: []string{"NOTIFY_SOCKET=" + sock}})
 	const urls = 200
 	for i := range urls {
 		if resp, _ := get(t, fmt.Sprintf("%s/obj/4k/u%d?max-age=600", s.URL, i)); resp.StatusCode != 200 {
@@ -115,6 +124,21 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	}
 	if after < 0.95*before {
 		t.Errorf("hit ratio after the upgrade %.4f < 95%% of before (%.4f)", after, before)
+	}
+	// systemd heard: the old process ready, then its hand-over of the main
+	// PID, then the new process ready.
+	var heard []string
+	buf := make([]byte, 256)
+	for len(heard) < 3 {
+		_ = notify.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := notify.Read(buf)
+		if err != nil {
+			break
+		}
+		heard = append(heard, string(buf[:n]))
+	}
+	if want := []string{"READY=1", "MAINPID=" + strconv.Itoa(pid), "READY=1"}; !slices.Equal(heard, want) {
+		t.Errorf("notifications %q, want %q", heard, want)
 	}
 	t.Logf("upgrade under load: %d requests, 0 failed; hit ratio before %.4f, after %.4f", during.requests, before, after)
 }
