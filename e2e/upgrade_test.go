@@ -140,7 +140,8 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	if want := []string{"READY=1", "MAINPID=" + strconv.Itoa(pid), "READY=1"}; !slices.Equal(heard, want) {
 		t.Errorf("notifications %q, want %q", heard, want)
 	}
-	t.Logf("upgrade under load: %d requests, 0 failed; hit ratio before %.4f, after %.4f", during.requests, before, after)
+	t.Logf("upgrade under load: %d requests, 0 failed; hit ratio before %.4f, after %.4f; pause %v; wrk: %s",
+		during.requests, before, after, upgradePause(s.Output()), wrkLatencyRE.FindString(during.out))
 }
 
 // stopPID ends a process the test did not start (the new process of an
@@ -201,4 +202,27 @@ func TestBinaryUpgradeRefused(t *testing.T) {
 	if !strings.Contains(s.Output(), "bogus") {
 		t.Errorf("the new process did not say what is wrong with the config")
 	}
+}
+
+var (
+	wrkLatencyRE = regexp.MustCompile(`Latency +\S+ +\S+ +\S+`)
+	logTimeRE    = regexp.MustCompile(`(?m)^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+) .*(upgrade: handing over|strata listening on)`)
+)
+
+// upgradePause is the time from the old process's hand-over to the new
+// one's listening line (0 when the log does not say).
+func upgradePause(out string) time.Duration {
+	var from time.Time
+	for _, m := range logTimeRE.FindAllStringSubmatch(out, -1) {
+		at, err := time.Parse("2006/01/02 15:04:05.999999", m[1])
+		if err != nil {
+			return 0
+		}
+		if m[2] == "upgrade: handing over" {
+			from = at
+		} else if !from.IsZero() {
+			return at.Sub(from)
+		}
+	}
+	return 0
 }
