@@ -21,7 +21,6 @@ import (
 type Admin struct {
 	s       *Server
 	metrics fasthttp.RequestHandler
-	token   []byte
 	ready   atomic.Bool
 	peers   *peers // nil: no peers, or no token to send them
 }
@@ -29,12 +28,13 @@ type Admin struct {
 // NewAdmin returns the admin handler of s exposing g (typically the
 // prometheus.Registry given as Options.Registerer; nil: /metrics is 404).
 func NewAdmin(s *Server, g prometheus.Gatherer) *Admin {
-	a := &Admin{s: s, token: []byte(s.opts.PurgeToken)}
+	a := &Admin{s: s}
 	if g != nil {
 		a.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
-	if po := s.opts.Peers; len(po.URLs) > 0 && len(a.token) > 0 {
-		p, err := newPeers(po, s.opts.PurgeToken, s.opts.Logger, s.opts.Registerer)
+	token := func() string { return s.cfg().PurgeToken } // the current one: a reload may change it
+	if po := s.opts.Peers; len(po.URLs) > 0 && token() != "" {
+		p, err := newPeers(po, token, s.opts.Logger, s.opts.Registerer)
 		if err != nil {
 			s.opts.Logger.Error("proxy: purge peers off", "err", err)
 		}
@@ -95,12 +95,13 @@ func (a *Admin) purge(ctx *fasthttp.RequestCtx) {
 		ctx.Error("POST only\n", fasthttp.StatusMethodNotAllowed)
 		return
 	}
-	if len(a.token) == 0 {
+	token := a.s.set.Load().token
+	if len(token) == 0 {
 		ctx.Error("purge disabled: no token configured\n", fasthttp.StatusForbidden)
 		return
 	}
 	got, ok := bytes.CutPrefix(ctx.Request.Header.Peek("Authorization"), []byte("Bearer "))
-	if !ok || subtle.ConstantTimeCompare(got, a.token) != 1 {
+	if !ok || subtle.ConstantTimeCompare(got, token) != 1 {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="strata"`)
 		ctx.Error("unauthorized\n", fasthttp.StatusUnauthorized)
 		return

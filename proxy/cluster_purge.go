@@ -102,7 +102,7 @@ type peerJob struct {
 // peers sends purges to the other nodes and owns the retrier.
 type peers struct {
 	opts   PeerOptions
-	token  string
+	token  func() string // the purge token now (a reload may change it)
 	client *fasthttp.Client
 	log    *slog.Logger
 	m      *peerMetrics
@@ -113,7 +113,7 @@ type peers struct {
 	once  sync.Once
 }
 
-func newPeers(opts PeerOptions, token string, log *slog.Logger, reg prometheus.Registerer) (*peers, error) {
+func newPeers(opts PeerOptions, token func() string, log *slog.Logger, reg prometheus.Registerer) (*peers, error) {
 	m, err := newPeerMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (p *peers) sendOne(peer string, body []byte) peerResult {
 	req.SetRequestURI(strings.TrimSuffix(peer, "/") + "/purge")
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Bearer "+p.token)
+	req.Header.Set("Authorization", "Bearer "+p.token())
 	req.Header.Set(headerPurgeForwarded, "1")
 	req.SetBody(body)
 	err := p.client.DoTimeout(req, resp, p.opts.Timeout)

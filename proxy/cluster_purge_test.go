@@ -247,7 +247,7 @@ func TestPurgeForm(t *testing.T) {
 // queue; the rest are given up and counted, not held in memory.
 func TestPeerRetriesBounded(t *testing.T) {
 	p, err := newPeers(PeerOptions{URLs: []string{"http://127.0.0.1:1"}, Timeout: time.Second, RetryFor: time.Hour},
-		"token", slog.New(slog.DiscardHandler), nil)
+		func() string { return "token" }, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestPeerAnswerTooLong(t *testing.T) {
 	}))
 	defer peer.Close()
 	p, err := newPeers(PeerOptions{URLs: []string{peer.URL}, Timeout: 2 * time.Second, RetryFor: time.Hour},
-		"token", slog.New(slog.DiscardHandler), nil)
+		func() string { return "token" }, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,13 +32,15 @@ import (
 //
 // Concurrency: each connection's state sits in one of connShards mutex
 // shards (a map keyed by the connection, entries removed when fasthttp
-// closes or hands over the connection). Safe for concurrent use.
+// closes or hands over the connection). The timeouts are an immutable
+// value behind an atomic pointer, replaced whole by a reload
+// (setTimeouts); a connection's armed deadlines follow the new ones at
+// their next move. Safe for concurrent use.
 type connDeadlines struct {
-	epoch               time.Time // monotonic origin of the armed times
-	read, idle, write   time.Duration
-	idleLazy, writeLazy time.Duration
-	seed                maphash.Seed
-	shards              [connShards]connShard
+	epoch  time.Time // monotonic origin of the armed times
+	t      atomic.Pointer[clientTimeouts]
+	seed   maphash.Seed
+	shards [connShards]connShard
 }
 
 const connShards = 64
@@ -52,13 +55,25 @@ type connShard struct {
 type connArmed struct{ read, write time.Duration }
 
 // init sets the timeouts; write <= 0 is none.
+// clientTimeouts are ReadTimeout, ClientIdleTimeout and WriteTimeout (0:
+// none) with their lazy margins.
+type clientTimeouts struct {
+	read, idle, write   time.Duration
+	idleLazy, writeLazy time.Duration
+}
+
 func (d *connDeadlines) init(read, idle, write time.Duration) {
 	d.epoch, d.seed = time.Now(), maphash.MakeSeed()
-	d.read, d.idle, d.write = read, idle, max(write, 0)
-	d.idleLazy, d.writeLazy = lazy(idle), lazy(d.write)
+	d.setTimeouts(read, idle, write)
 	for i := range d.shards {
 		d.shards[i].m = make(map[net.Conn]*connArmed)
 	}
+}
+
+// setTimeouts replaces the timeouts (a negative write is none).
+func (d *connDeadlines) setTimeouts(read, idle, write time.Duration) {
+	write = max(write, 0)
+	d.t.Store(&clientTimeouts{read: read, idle: idle, write: write, idleLazy: lazy(idle), writeLazy: lazy(write)})
 }
 
 // lazy is how much later than wanted a deadline is armed.
@@ -68,14 +83,14 @@ func lazy(t time.Duration) time.Duration { return min(t/8, time.Second) }
 func (d *connDeadlines) connState(c net.Conn, state fasthttp.ConnState) {
 	switch state {
 	case fasthttp.StateNew:
-		a := &connArmed{read: time.Since(d.epoch) + d.read}
+		a := &connArmed{read: time.Since(d.epoch) + d.t.Load().read}
 		sh := d.shard(c)
 		sh.mu.Lock()
 		sh.m[c] = a
 		sh.mu.Unlock()
 		_ = c.SetReadDeadline(d.epoch.Add(a.read))
 	case fasthttp.StateIdle:
-		d.arm(c, false)
+		d.arm(c, d.t.Load(), false)
 	case fasthttp.StateClosed, fasthttp.StateHijacked:
 		sh := d.shard(c)
 		sh.mu.Lock()
@@ -86,18 +101,18 @@ func (d *connDeadlines) connState(c net.Conn, state fasthttp.ConnState) {
 
 // armWrite makes sure c's write deadline is at least WriteTimeout away.
 func (d *connDeadlines) armWrite(c net.Conn) {
-	if d.write > 0 {
-		d.arm(c, true)
+	if to := d.t.Load(); to.write > 0 {
+		d.arm(c, to, true)
 	}
 }
 
 // arm moves c's read (or write) deadline when the armed one is less than
 // the timeout away, or more than the timeout and its lazy margin (a new
 // connection's ReadTimeout longer than ClientIdleTimeout).
-func (d *connDeadlines) arm(c net.Conn, write bool) {
-	t, slack := d.idle, d.idleLazy
+func (d *connDeadlines) arm(c net.Conn, to *clientTimeouts, write bool) {
+	t, slack := to.idle, to.idleLazy
 	if write {
-		t, slack = d.write, d.writeLazy
+		t, slack = to.write, to.writeLazy
 	}
 	now := time.Since(d.epoch)
 	sh := d.shard(c)

@@ -220,7 +220,7 @@ func (fm *fillMap) remove(f *fill) {
 
 // miss serves a cacheable request that the store could not answer.
 func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) {
-	if s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
+	if s.closed.Load() || s.nfills.Load() >= int64(st.set.opts.MaxFills) {
 		s.pass(ctx, o, cs)
 		return
 	}
@@ -321,7 +321,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 // one write (serveFill); any other body is pumped by a goroutine of its
 // own while the leader and its followers stream it.
 func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
 	resp := fasthttp.AcquireResponse()
 	inline := true
 	defer func() {
@@ -394,7 +394,7 @@ func (f *fill) wholeBody() ([]byte, bool) {
 
 // runFill is the fill goroutine.
 func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
 	defer s.endFill(f, cancel)
 	resp := fasthttp.AcquireResponse()
 	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
@@ -450,7 +450,7 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 	}
 	for {
 		n := s.nlarge.Load()
-		if n >= int64(s.opts.MaxLargeFills) {
+		if n >= int64(s.cfg().MaxLargeFills) {
 			s.m.fillsOverLimit.Inc()
 			return false
 		}
@@ -468,7 +468,7 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 // the caller keeps ownership of it.
 func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
 	var si httpcache.StoreInfo
-	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.opts.Policy)
+	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.cfg().Policy)
 	s.consumeSurrogate(&resp.Header)
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()
@@ -503,7 +503,7 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 // nobody reads any more is not an origin failure and is not counted.
 func (s *Server) fillFailed(ctx context.Context, f *fill, err error) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrOriginTimeout) {
-		err = fmt.Errorf("%w: fill_timeout %v: %v", ErrOriginTimeout, s.opts.FillTimeout, err)
+		err = fmt.Errorf("%w: fill_timeout %v: %v", ErrOriginTimeout, s.cfg().FillTimeout, err)
 	}
 	if !errors.Is(err, errNoReaders) {
 		s.countOriginError(err)

@@ -65,8 +65,8 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 		if f.storing {
 			now := time.Now()
 			if deadline.IsZero() {
-				deadline = now.Add(f.s.opts.FillLagWait)
-				f.wakeAt(f.s.opts.FillLagWait)
+				deadline = now.Add(f.s.cfg().FillLagWait)
+				f.wakeAt(f.s.cfg().FillLagWait)
 			}
 			if !now.Before(deadline) {
 				f.detachBehind(evict)

@@ -88,7 +88,7 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	h.SetBytesKV(httpcache.HeaderXForwardedFor, appendIP(v, ctx.RemoteIP()))
 	h.AddBytesKV(httpcache.HeaderVia, s.via)
 	s.addCDNLoop(h)
-	if sc := s.opts.Policy.SurrogateCapability(); !s.opts.Policy.IgnoreSurrogateControl && len(sc) > 0 {
+	if sc := s.cfg().Policy.SurrogateCapability(); !s.cfg().Policy.IgnoreSurrogateControl && len(sc) > 0 {
 		h.AddBytesKV(httpcache.HeaderSurrogateCapability, sc)
 	}
 	if o.opts.HostHeader == HostOrigin {
@@ -207,7 +207,7 @@ func storedDate(kvs []headerKV) []byte {
 // strata is the one that acts on it (httpcache's surrogate.go). Kept when
 // IgnoreSurrogateControl.
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
-	if !s.opts.Policy.IgnoreSurrogateControl {
+	if !s.cfg().Policy.IgnoreSurrogateControl {
 		h.DelBytes(httpcache.HeaderSurrogateControl)
 	}
 }

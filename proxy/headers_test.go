@@ -71,15 +71,14 @@ func TestHostRouting(t *testing.T) {
 		hostB = r.Host
 		cacheable("from B")(w, r)
 	}, nil)
-	srv, err := New(newMapStore(), Options{Origins: []OriginOptions{
+	// Route p's proxy by the two-origin table (a reload swaps the origins).
+	err := p.srv.Reload(Options{Origins: []OriginOptions{
 		{URL: p.origin.URL, Default: true},
 		{URL: b.origin.URL, Hosts: []string{"B.example"}, HostHeader: HostOrigin},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.srv.router = srv.router // route p's proxy by the two-origin table
-	defer srv.Close(t.Context())
 	r := p.get("/r", "Host", "b.example:80")
 	if string(r.Body()) != "from B" || hitsB != 1 {
 		t.Fatalf("b.example: %q", r.Body())

@@ -31,7 +31,7 @@ func (s *Server) invalidateUnsafe(ctx *fasthttp.RequestCtx, resp *fasthttp.Respo
 	if ctx.IsTLS() {
 		scheme = "https"
 	}
-	s.removeObject(httpcache.BuildKey(nil, []byte(scheme), &ctx.Request, &s.opts.Key))
+	s.removeObject(httpcache.BuildKey(nil, []byte(scheme), &ctx.Request, &s.cfg().Key))
 	base, err := url.Parse(scheme + "://" + string(ctx.Request.Header.Host()) + string(ctx.Request.Header.RequestURI()))
 	if err != nil || base.Host == "" {
 		return
@@ -55,7 +55,7 @@ func (s *Server) invalidateRef(ctx *fasthttp.RequestCtx, base *url.URL, ref stri
 	ctx.Request.Header.CopyTo(&req.Header) // the key's IncludeHeaders come from this request
 	req.Header.SetHost(u.Host)
 	req.Header.SetRequestURI(u.RequestURI())
-	s.removeObject(httpcache.BuildKey(nil, []byte(u.Scheme), req, &s.opts.Key))
+	s.removeObject(httpcache.BuildKey(nil, []byte(u.Scheme), req, &s.cfg().Key))
 }
 
 // sameOrigin compares scheme, host and port (defaults filled in).

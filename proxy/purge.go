@@ -86,7 +86,7 @@ func (s *Server) purge(rawURL string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return s.removeObject(urlKey(u, &s.opts.Key)), nil
+	return s.removeObject(urlKey(u, &s.cfg().Key)), nil
 }
 
 // parsePurgeURL parses an absolute http or https URL without fragment.
@@ -145,7 +145,7 @@ func (s *Server) purgePrefix(rawPrefix string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %q", ErrPurgePrefix, rawPrefix)
 	}
-	k := urlKey(u, &s.opts.Key)
+	k := urlKey(u, &s.cfg().Key)
 	if i := bytes.IndexByte(k, '\n'); i >= 0 {
 		k = k[:i] // headers the key options add; a prefix has none
 	}

@@ -92,7 +92,7 @@ func ageSecs(age time.Duration) int64 { return int64(max(age, 0) / time.Second) 
 // (no Range, malformed Range, too many fills, closing).
 func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cacheStatus) bool {
 	v := ctx.Request.Header.PeekBytes(httpcache.HeaderRange)
-	if len(v) == 0 || s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
+	if len(v) == 0 || s.closed.Load() || s.nfills.Load() >= int64(st.set.opts.MaxFills) {
 		return false
 	}
 	sz := int64(s.opts.SliceSize)

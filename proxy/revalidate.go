@@ -143,7 +143,7 @@ func (s *Server) refresh(f *fill, rp *httpcache.RequestPolicy, h304 *fasthttp.Re
 		return false // cannot happen: every line was parsed before
 	}
 	var si httpcache.StoreInfo
-	httpcache.StoreDecision(&si, rp, p.Status, h, respTime, &s.opts.Policy)
+	httpcache.StoreDecision(&si, rp, p.Status, h, respTime, &s.cfg().Policy)
 	o := *p // same generation, body length, inline body (borrowing f.rv.prior)
 	o.Headers, _ = copyResponseHeaders(h, 0)
 	o.ETag = append([]byte(nil), si.ETag...)
@@ -216,12 +216,12 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 // it has a validator, RevalidateKeep more so that it can still be
 // revalidated with a conditional request instead of fetched again.
 func (s *Server) storeExpiry(si *httpcache.StoreInfo, respTime time.Time) time.Time {
-	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.opts.Policy.Grace, 0)
+	keep := max(si.StaleWhileRevalidate, si.StaleIfError, s.cfg().Policy.Grace, 0)
 	if !si.MustRevalidate && !si.NoCache {
-		keep = max(keep, s.opts.StaleIfUnreachable)
+		keep = max(keep, s.cfg().StaleIfUnreachable)
 	}
 	if len(si.ETag) > 0 || !si.LastModified.IsZero() {
-		keep += max(s.opts.RevalidateKeep, 0)
+		keep += max(s.cfg().RevalidateKeep, 0)
 	}
 	return respTime.Add(min(si.Lifetime, maxStoreLifetime) + keep)
 }
@@ -249,7 +249,7 @@ func serverError(status int) bool {
 // in st (just served stale) unless one runs for the key already, the
 // server is closing, or MaxFills fills run.
 func (s *Server) revalidateInBackground(ctx *fasthttp.RequestCtx, st *reqState, o *origin) {
-	if s.closed.Load() || s.nfills.Load() >= int64(s.opts.MaxFills) {
+	if s.closed.Load() || s.nfills.Load() >= int64(st.set.opts.MaxFills) {
 		return
 	}
 	f, leader := s.fills.join(s, st.key)

@@ -21,9 +21,11 @@ import (
 // the origins, answering from a Store. A request's way through is noted
 // above handler. Safe for concurrent use.
 type Server struct {
+	// opts are the Options given to New; of them, read only the fields a
+	// reload cannot change (settings.go): the reloadable ones are in set.
 	opts    Options
+	set     atomic.Pointer[settings] // the reloadable settings (settings.go)
 	store   Store
-	router  *router
 	m       *metrics
 	via     []byte // "1.1 <ViaName>"
 	cs      [csCount][]byte
@@ -48,10 +50,14 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running fills
 	closed atomic.Bool
+
+	reloadMu sync.Mutex // serialises Reload and Close's closing of routers
+	retired  []*router  // routers replaced by Reload, closed again at Close
 }
 
 // reqState is the pooled per-request scratch of the handler.
 type reqState struct {
+	set  *settings    // the reloadable settings the request started with (handler)
 	key  []byte       // object key
 	mkey []byte       // record key
 	val  []byte       // Store.Get destination
@@ -87,7 +93,7 @@ func New(store Store, opts Options) (*Server, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	r, err := newRouter(opts.Origins)
+	set, err := newSettings(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +105,9 @@ func New(store Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu, loop: lp,
+	s := &Server{opts: opts, store: store, m: m, purges: pu, loop: lp,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
+	s.set.Store(set)
 	s.bodies.init(opts.MaxStreamBytes)
 	s.joinAhead = max(fillJoinAhead, int64(opts.FillWindow)*int64(opts.SliceSize))
 	s.fills.init()
@@ -151,7 +158,7 @@ func (s *Server) Close(ctx context.Context) error {
 		<-done
 	}
 	s.cancel()
-	s.router.close()
+	s.closeRouters()
 	return err
 }
 
@@ -221,14 +228,15 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	if s.refuseLoop(ctx) {
 		return
 	}
-	o := s.router.pick(ctx.Request.Header.Host())
+	set := s.set.Load()
+	o := set.router.pick(ctx.Request.Header.Host())
 	if o == nil {
 		s.fail(ctx, fasthttp.StatusMisdirectedRequest, "proxy: no origin for this host")
 		return
 	}
 	st := s.pool.Get().(*reqState)
-	defer s.pool.Put(st)
-	defer st.lv.Release()
+	defer s.putState(st)
+	st.set = set
 	httpcache.ParseRequest(&st.rp, &ctx.Request.Header)
 	if !st.rp.Cacheable {
 		s.pass(ctx, o, csBypass)
@@ -238,7 +246,7 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	if ctx.IsTLS() {
 		scheme = schemeHTTPS
 	}
-	st.key = httpcache.BuildKey(st.key[:0], scheme, &ctx.Request, &s.opts.Key)
+	st.key = httpcache.BuildKey(st.key[:0], scheme, &ctx.Request, &set.opts.Key)
 	st.mkey = metaKey(st.mkey[:0], st.key)
 	st.fmark = s.fills.mark(st.key)
 	cs := s.lookup(ctx, st, o)
@@ -253,6 +261,13 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.miss(ctx, st, o, cs)
+}
+
+// putState releases what st holds and returns it to the pool.
+func (s *Server) putState(st *reqState) {
+	st.lv.Release()
+	st.set = nil // do not keep a replaced snapshot alive
+	s.pool.Put(st)
 }
 
 var (
@@ -292,7 +307,7 @@ func (s *Server) lookup(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cache
 	age := httpcache.CurrentAge(obj.AgeHeader, obj.Date, obj.RequestTime, obj.ResponseTime, now)
 	fi := httpcache.FreshnessInfo{Lifetime: obj.Lifetime, StaleWhileRevalidate: obj.StaleWhileRevalidate,
 		StaleIfError: obj.StaleIfError, MustRevalidate: obj.MustRevalidate, NoCache: obj.NoCache}
-	st.verdict, st.age = httpcache.Evaluate(&fi, age, &st.rp, &s.opts.Policy), age
+	st.verdict, st.age = httpcache.Evaluate(&fi, age, &st.rp, &st.set.opts.Policy), age
 	cs := csHitMemory
 	if tier == hybrid.TierDisk {
 		cs = csHitDisk

@@ -76,7 +76,7 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 	o := &st.obj
 	var fr fetchReq
 	if o.refetchable() {
-		org := s.router.pick(ctx.Request.Header.Host())
+		org := st.set.router.pick(ctx.Request.Header.Host())
 		if org == nil {
 			return rangeMissed
 		}

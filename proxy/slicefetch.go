@@ -242,7 +242,7 @@ func (s *Server) storedSlice(key []byte, rec *object, i int, scratch *[]byte) bo
 
 // runFetch is the fetch goroutine.
 func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
 	defer func() {
 		if p := recover(); p != nil {
 			s.opts.Logger.Error("proxy: slice fetch panicked", "panic", p)
@@ -304,7 +304,7 @@ func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fa
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
-	ctx, cancel := context.WithTimeout(s.life, s.opts.FillTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
 	defer s.endFill(f, cancel) // drops the reference join gave this goroutine
 	s.fillFrom(ctx, f, req, resp, rp, reqTime, respTime)
 	return true

@@ -28,7 +28,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 			resp.Header.PeekBytes(httpcache.HeaderContentRange), sf.first, sf.last)
 	}
 	var si httpcache.StoreInfo
-	httpcache.StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.opts.Policy)
+	httpcache.StoreDecision(&si, rp, fasthttp.StatusPartialContent, &resp.Header, respTime, &s.cfg().Policy)
 	s.consumeSurrogate(&resp.Header)
 	if !si.Store || len(resp.Header.Peek("Vary")) > 0 || total > s.opts.MaxObjectSize {
 		return errNotStorable
@@ -50,7 +50,7 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 	if err := decodeObject(&sf.obj, sf.rec); err != nil {
 		return err // cannot happen: we encoded or checked it
 	}
-	keep := max(sf.obj.StaleWhileRevalidate, sf.obj.StaleIfError, s.opts.Policy.Grace)
+	keep := max(sf.obj.StaleWhileRevalidate, sf.obj.StaleIfError, s.cfg().Policy.Grace)
 	sf.expiry = sf.obj.ResponseTime.Add(sf.obj.Lifetime + keep)
 	sf.want = end - start
 	sf.bufs = make([][]byte, (sf.want+sf.sz-1)/sf.sz)
@@ -127,7 +127,7 @@ func (s *Server) adoptRecord(key, rec []byte, cand *object) []byte {
 		rec = again
 		_ = decodeObject(cand, rec)
 	}
-	keep := max(cand.StaleWhileRevalidate, cand.StaleIfError, s.opts.Policy.Grace)
+	keep := max(cand.StaleWhileRevalidate, cand.StaleIfError, s.cfg().Policy.Grace)
 	s.store.Insert(mk, rec, cand.ResponseTime.Add(cand.Lifetime+keep))
 	return rec
 }

@@ -95,8 +95,8 @@ func (s *Server) afterSharedFill(ctx *fasthttp.RequestCtx, st *reqState, f *fill
 // response may stand in (Options.StaleIfUnreachable, RFC 9111 §4.2.4).
 func (s *Server) unreachableStale(st *reqState) bool {
 	o := &st.obj
-	return s.opts.StaleIfUnreachable > 0 && !o.MustRevalidate && !o.NoCache && !st.rp.CC.NoCache &&
-		st.verdict.Staleness <= s.opts.StaleIfUnreachable
+	return st.set.opts.StaleIfUnreachable > 0 && !o.MustRevalidate && !o.NoCache && !st.rp.CC.NoCache &&
+		st.verdict.Staleness <= st.set.opts.StaleIfUnreachable
 }
 
 // serveRefreshed answers from the record a 304 just refreshed.

@@ -223,7 +223,7 @@ func (s *Server) variantCommitted(f *fill) {
 		}
 	}
 	keys = append(keys, f.rv.vkey)
-	for len(keys) > s.opts.MaxVariants {
+	for len(keys) > s.cfg().MaxVariants {
 		s.removeObject(variantKey(nil, f.rv.pkey, x.Epoch, keys[0]))
 		keys = keys[1:]
 	}

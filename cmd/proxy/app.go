@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,12 +40,15 @@ type app struct {
 
 	serving  sync.WaitGroup
 	serveErr chan error // the first failure of a Serve; buffered for all
+
+	live // what reloads and upgrades change or use (reload.go, upgrade.go)
 }
 
 // start builds everything and starts serving. On failure it closes what
 // it had built and returns the error.
 func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof bool) (a *app, err error) {
 	a = &app{log: logger, shutdownTimeout: cfg.Limits.ShutdownTimeout.D(), serveErr: make(chan error, 3)}
+	a.live.init(cfg)
 	p.Cache.Disk.Logger, p.Proxy.Logger = logger, logger
 	for i := range p.Devices {
 		p.Devices[i].Options.Logger = logger
@@ -61,6 +65,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(opsGauges(p)...)
+	reg.MustRegister(a.reloads)
 	if err := reg.Register(newCacheCollector(a.cache)); err != nil {
 		return a, fmt.Errorf("strata: cache metrics: %w", err)
 	}
@@ -70,6 +75,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	a.admin = proxy.NewAdmin(a.proxy, reg)
 	a.srv = a.proxy.HTTPServer()
+	a.srv.Handler = a.closeWhenDraining(a.srv.Handler)
 	if err := a.openAccessLog(cfg, reg); err != nil {
 		return a, err
 	}
@@ -127,7 +133,7 @@ func (a *app) openDevices(parts []configs.DevicePart) ([]blockdev.Device, error)
 	var devs []blockdev.Device
 	for i, dp := range parts {
 		t0 := time.Now()
-		dev, err := openDevice(dp.Path, dp.Options)
+		dev, err := a.openDeviceWait(dp.Path, dp.Options) // waits for an old process in a binary upgrade
 		if err != nil {
 			closeDevices(devs)
 			return nil, err
@@ -181,7 +187,7 @@ func (a *app) listen(cfg *configs.Config) error {
 	}
 	var lns []bound
 	bind := func(name, scheme, addr string, serve func(net.Listener) error) error {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := a.bind(name+"-"+scheme, addr)
 		if err != nil {
 			return fmt.Errorf("strata: %s listener: %w", name, err)
 		}
@@ -190,9 +196,12 @@ func (a *app) listen(cfg *configs.Config) error {
 	}
 	err := bind("strata", "http", cfg.Listen, a.srv.Serve)
 	if err == nil && cfg.TLS.Listen != "" {
-		err = bind("strata", "https", cfg.TLS.Listen, func(ln net.Listener) error {
-			return a.srv.ServeTLS(ln, cfg.TLS.CertFile, cfg.TLS.KeyFile)
-		})
+		err = a.certs.load(cfg.TLS) // reloaded on SIGHUP (reload.go)
+		if err == nil {
+			err = bind("strata", "https", cfg.TLS.Listen, func(ln net.Listener) error {
+				return a.srv.Serve(tls.NewListener(ln, a.certs.config()))
+			})
+		}
 	}
 	if err == nil {
 		err = bind("admin", "http", cfg.AdminListen, a.adminSrv.Serve)

@@ -109,18 +109,34 @@ func locate(err error, data []byte, name string) error {
 // packages that default to slog.Default log through it). The text format
 // is the log package's "DATE TIME LEVEL msg k=v" line with the message
 // unquoted, so "strata listening on http://ADDR" reads as it is written.
-func newLogger(lc configs.Log, w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(lc.Level)); err != nil {
-		return nil, fmt.Errorf("strata: log.level %q: %w", lc.Level, err)
+// The level is lv's (set to lc.Level), which a reload changes (setLevel).
+func newLogger(lc configs.Log, w io.Writer, lv *slog.LevelVar) (*slog.Logger, error) {
+	level, err := parseLevel(lc.Level)
+	if err != nil {
+		return nil, err
 	}
+	setLevel(lv, level)
 	if lc.Format == "json" {
-		l := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+		l := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv}))
 		slog.SetDefault(l)
 		return l, nil
 	}
 	log.SetOutput(w)
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
-	slog.SetLogLoggerLevel(level)
 	return slog.Default(), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("strata: log.level %q: %w", s, err)
+	}
+	return level, nil
+}
+
+// setLevel sets the level of both formats: lv for JSON, and the level of
+// slog's default handler (the log package bridge) for text.
+func setLevel(lv *slog.LevelVar, level slog.Level) {
+	lv.Set(level)
+	slog.SetLogLoggerLevel(level)
 }

@@ -22,6 +22,16 @@
 // device, and writes not synced) and the next start recovers the device
 // as after a crash. A restart on the same device finds what was flushed.
 //
+// SIGHUP reloads the config file (reload.go): what a running process can
+// change applies without dropping a connection or the cache, the rest is
+// named and kept, and a file that does not load changes nothing. SIGUSR2
+// upgrades the binary (upgrade.go): a new process started from the same
+// path takes the listening sockets over, this one drains and shuts down as
+// on SIGTERM, and the new one opens the device once it is released. Under
+// systemd (NOTIFY_SOCKET) the process says READY=1 once serving, and
+// RELOADING=1, STOPPING=1 and MAINPID= as those happen (sdnotify.go;
+// configs/systemd/strata.service).
+//
 // `strata stats [-admin ADDR] [-once]` is the other command: a live view
 // of a running node's /metrics (stats.go). strata takes no positional
 // arguments otherwise, so "stats" first cannot be a config's flags.
@@ -33,11 +43,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -75,32 +85,81 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "strata: invalid config:\n%v\n", err)
 		return exitUsage
 	}
-	logger, err := newLogger(cfg.Log, stderr)
+	level := new(slog.LevelVar)
+	logger, err := newLogger(cfg.Log, stderr, level)
 	if err != nil {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	exe, exeErr := os.Executable() // now: an upgrade replaces the file later
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
 	a, err := start(cfg, parts, logger, f.pprof)
 	if err != nil {
 		logger.Error("strata: cannot start", "err", err)
 		return exitRuntime
 	}
-	status := exitOK
-	select {
-	case <-ctx.Done():
-		logger.Info("strata: signal received, shutting down")
-	case err := <-a.serveErr:
-		logger.Error("strata: listener failed, shutting down", "err", err)
-		status = exitRuntime
+	a.flags, a.level, a.upgrade.exe = f, level, exe
+	if exeErr != nil {
+		logger.Warn("strata: own path unknown: no binary upgrades (SIGUSR2)", "err", exeErr)
 	}
-	stop() // a second signal now kills the process the default way
+	a.upgrade.tellParent() // a memory-only new process of an upgrade: serving now
+	a.upgrade.closeInherited()
+	if err := sdNotify("READY=1"); err != nil {
+		logger.Warn("strata: systemd notify", "err", err)
+	}
+	status := a.serveUntilStop(sigs)
+	// A second SIGTERM or SIGINT now kills the process the default way;
+	// SIGHUP and SIGUSR2 stay caught (and ignored).
+	signal.Reset(syscall.SIGTERM, syscall.SIGINT)
 	if err := a.shutdown(); err != nil {
 		logger.Error("strata: shutdown", "err", err)
 		status = exitRuntime
 	}
 	return status
+}
+
+// serveUntilStop runs the signal loop until a stop: SIGTERM or SIGINT, a
+// listener failure (exitRuntime), or the hand-over of a binary upgrade.
+// SIGHUP reloads the config (reload.go), SIGUSR2 starts an upgrade
+// (upgrade.go).
+func (a *app) serveUntilStop(sigs <-chan os.Signal) int {
+	for {
+		select {
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGHUP:
+				a.log.Info("strata: SIGHUP: reloading the config")
+				_ = sdNotify(reloadingState())
+				a.reload()
+				_ = sdNotify("READY=1")
+				continue
+			case syscall.SIGUSR2:
+				a.log.Info("strata: SIGUSR2: binary upgrade")
+				if err := a.startUpgrade(); err != nil {
+					a.log.Error("upgrade not started", "err", err)
+				}
+				continue
+			}
+			a.log.Info("strata: signal received, shutting down", "signal", sig.String())
+			if a.upgrade.child != nil { // it would outlive us, serving on
+				a.upgradeFailed(errors.New("strata: upgrade: stopped before the new process took over"))
+			}
+			_ = sdNotify("STOPPING=1")
+			return exitOK
+		case err := <-a.upgrade.answer:
+			if err != nil {
+				a.upgradeFailed(err)
+				continue
+			}
+			a.handOver()
+			return exitOK
+		case err := <-a.serveErr:
+			a.log.Error("strata: listener failed, shutting down", "err", err)
+			return exitRuntime
+		}
+	}
 }
 
 // reportCheck prints the outcome of -check-config: "config ok", or every
