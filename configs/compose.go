@@ -184,6 +184,8 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 
 			IgnoreSurrogateControl: c.HTTP.IgnoreSurrogateControl,
 			SurrogateToken:         c.HTTP.SurrogateToken,
+			TargetedField:          c.HTTP.TargetedCacheControl,
+			IgnoreCDNCacheControl:  c.HTTP.IgnoreCDNCacheControl,
 		},
 		MaxVariants:   c.HTTP.MaxVariants,
 		MaxFills:      l.MaxFills,

@@ -55,6 +55,7 @@ const (
 	DefaultMaxLargeFills   = proxy.DefaultMaxLargeFills
 	DefaultFillTimeout     = proxy.DefaultFillTimeout
 	DefaultSurrogateToken  = proxy.DefaultSurrogateToken
+	DefaultTargetedField   = proxy.DefaultTargetedField
 	DefaultMaxRequestBody  = proxy.DefaultMaxRequestBodySize
 	DefaultClientRead      = proxy.DefaultReadTimeout
 	DefaultClientWrite     = proxy.DefaultWriteTimeout
@@ -145,6 +146,7 @@ func (h *HTTP) ensureDefaults() {
 	setDur(&h.HeuristicMax, DefaultHeuristicMax)
 	setInt(&h.MaxVariants, DefaultMaxVariants)
 	setStr(&h.SurrogateToken, DefaultSurrogateToken)
+	setStr(&h.TargetedCacheControl, DefaultTargetedField)
 }
 
 func (l *Limits) ensureDefaults() {

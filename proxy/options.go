@@ -208,6 +208,7 @@ const (
 	DefaultHeuristicFraction = httpcache.DefaultHeuristicFraction
 	DefaultHeuristicMax      = httpcache.DefaultHeuristicMax
 	DefaultSurrogateToken    = httpcache.DefaultSurrogateToken
+	DefaultTargetedField     = httpcache.DefaultTargetedField
 )
 
 // EnsureDefaults fills zero fields with their defaults.
