@@ -223,6 +223,7 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, fasthttp.StatusMisdirectedRequest, "proxy: no origin for this host")
 		return
 	}
+	normalizeAcceptEncoding(&ctx.Request.Header) // before keying and forwarding (encoding.go)
 	st := s.pool.Get().(*reqState)
 	defer s.pool.Put(st)
 	defer st.lv.Release()
