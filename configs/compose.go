@@ -207,6 +207,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		ClientIdleTimeout:  l.IdleTimeout.D(),
 		PurgeToken:         c.purgeToken(ps),
 		Loop:               c.Cluster.loopOptions(),
+		Compress:           c.Edge.compressOptions(),
 		Peers:              c.Cluster.peerOptions(),
 	}
 	for i, org := range c.Origins {

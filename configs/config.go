@@ -19,6 +19,7 @@ type Config struct {
 	Log         Log      `yaml:"log"`
 
 	AccessLog AccessLog `yaml:"access_log"` // one line per request (accesslog.go)
+	Edge      Edge      `yaml:"edge"`       // compression at the edge (edge.go)
 
 	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }

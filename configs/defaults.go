@@ -88,6 +88,7 @@ func (c *Config) EnsureDefaults() *Config {
 	setStr(&c.Log.Level, DefaultLogLevel)
 	setStr(&c.Log.Format, DefaultLogFormat)
 	c.AccessLog.ensureDefaults()
+	c.Edge.ensureDefaults()
 	return c
 }
 

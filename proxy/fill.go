@@ -71,6 +71,9 @@ type fill struct {
 	key  []byte // object key the fill runs for (fill map key), owned
 	skey []byte // object key the response is stored under: key, or a variant's (variants.go)
 	rv   fillReval
+	// compress: store the body's compressed representations at commit
+	// (compress.go).
+	compress bool
 
 	mu    sync.Mutex
 	cond  sync.Cond // progress, headers, end, a reader leaving
@@ -415,6 +418,7 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 	}
 	store := si.Store && cl <= s.opts.MaxObjectSize && body != nil && !f.keepPrior(resp.StatusCode()) &&
 		s.takeLarge(f, cl) && s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
+	f.compress = store && s.compressible(&resp.Header, &si, cl) // at commit (compress.go)
 	f.rv.status = resp.StatusCode()
 	if !store {
 		f.setPrivate(resp) // the leader owns resp now

@@ -177,6 +177,7 @@ func (f *fill) finish() error {
 		if f.rv.vary != nil {
 			f.s.variantCommitted(f)
 		}
+
 	}
 	// Leave the fill map before readers get the last byte: a request that
 	// comes after a client has the whole response must find the stored
@@ -187,5 +188,10 @@ func (f *fill) finish() error {
 	f.done = true
 	f.cond.Broadcast()
 	f.mu.Unlock()
+	if storing && f.compress && f.rv.vary == nil {
+		// After the readers have the last byte: they do not wait for it.
+		// The body stays in the window while the fill goroutine holds it.
+		f.s.storeCompressed(f)
+	}
 	return nil
 }
