@@ -1,0 +1,198 @@
+package e2e
+
+// At the edge: HAProxy in front terminating TLS and HTTP/2 (the shipped
+// configs/haproxy/edge.cfg), and the request normalisation strata does for
+// browsers (Accept-Encoding), against the real binaries.
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// edgeCert writes a self-signed certificate for 127.0.0.1 and its key,
+// both PEM, into one file (HAProxy's crt format) and returns its path.
+func edgeCert(t testing.TB) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "strata-edge-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})...)
+	path := filepath.Join(t.TempDir(), "edge.pem")
+	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// edgeLB is haproxy running the shipped edge.cfg in front of one strata.
+type edgeLB struct {
+	TLS, Plain string // https://127.0.0.1:P, http://127.0.0.1:Q
+}
+
+var edgeServerRE = regexp.MustCompile(`(?m)^(\s*server\s+s1\s+)\S+`)
+
+// startEdgeLB runs configs/haproxy/edge.cfg with its bind addresses,
+// certificate and server address replaced by loopback ones.
+func startEdgeLB(t testing.TB, strataURL string) *edgeLB {
+	t.Helper()
+	bin := haproxyBin(t)
+	cfg, err := os.ReadFile(filepath.Join(repoRoot(t), "configs", "haproxy", "edge.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr, plainAddr := freePort(t), freePort(t)
+	binds := 0
+	text := bindRE.ReplaceAllStringFunc(string(cfg), func(m string) string {
+		binds++
+		addr := tlsAddr
+		if binds == 2 {
+			addr = plainAddr
+		}
+		return bindRE.ReplaceAllString(m, "${1}"+addr)
+	})
+	text = strings.Replace(text, "/etc/haproxy/certs/edge.pem", edgeCert(t), 1)
+	servers := 0
+	text = edgeServerRE.ReplaceAllStringFunc(text, func(m string) string {
+		servers++
+		return edgeServerRE.ReplaceAllString(m, "${1}"+strings.TrimPrefix(strataURL, "http://"))
+	})
+	if binds != 2 || servers != 1 {
+		t.Fatalf("edge.cfg: want two bind lines and one server line, found %d and %d", binds, servers)
+	}
+	path := filepath.Join(t.TempDir(), "edge.cfg")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := &outputLog{}
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for _, a := range []string{tlsAddr, plainAddr} {
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-done:
+				t.Fatalf("haproxy exited; output:\n%s", out.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("haproxy not listening on %s; output:\n%s", a, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return &edgeLB{TLS: "https://" + tlsAddr, Plain: "http://" + plainAddr}
+}
+
+// curlHTTP2 skips unless curl speaks HTTP/2.
+func curlHTTP2(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command("curl", "--version").Output()
+	if err != nil {
+		t.Skip("curl not installed: the edge tests drive HAProxy with curl --http2 (apt-get install curl)")
+	}
+	if !strings.Contains(string(out), "HTTP2") {
+		t.Skip("this curl has no HTTP/2 (its --version lists no HTTP2 feature): the edge h2 test needs it")
+	}
+}
+
+// TestEdgeHTTP2: through HAProxy's TLS + HTTP/2 front, a response and its
+// Cache-Status arrive intact, miss then hit, and HTTP/1.1 over the same
+// front agrees.
+func TestEdgeHTTP2(t *testing.T) {
+	curlHTTP2(t)
+	origin := startOrigin(t)
+	s := startStrata(t, strataOpts{Origin: origin.URL("origin")})
+	lb := startEdgeLB(t, s.URL)
+	const pq = "/obj/8k/edge?max-age=60&etag=1"
+	want := objectBytes("/obj/8k/edge", 0, "", 0, 8192)
+	for i, wantCS := range []string{"fwd=uri-miss", "hit"} {
+		r := curl(t, "--http2", "-k", lb.TLS+pq)
+		if r.Exit != 0 || r.Proto != "HTTP/2" || r.Status != 200 {
+			t.Fatalf("request %d: exit %d (%s) proto %q status %d", i, r.Exit, r.Stderr, r.Proto, r.Status)
+		}
+		if cs := r.Header.Get("Cache-Status"); !strings.Contains(cs, wantCS) {
+			t.Errorf("request %d: Cache-Status %q, want %s", i, cs, wantCS)
+		}
+		if string(r.Body) != string(want) || r.Header.Get("Etag") == "" {
+			t.Fatalf("request %d: body of %d bytes differs, or no ETag", i, len(r.Body))
+		}
+	}
+	r := curl(t, "--http1.1", "-k", lb.TLS+pq)
+	if r.Proto != "HTTP/1.1" || !strings.Contains(r.Header.Get("Cache-Status"), "hit") || string(r.Body) != string(want) {
+		t.Fatalf("HTTP/1.1 over TLS: %q %q, %d bytes", r.Proto, r.Header.Get("Cache-Status"), len(r.Body))
+	}
+	r = curl(t, "--http2", "-k", "-r", "100-199", lb.TLS+pq)
+	if r.Status != 206 || string(r.Body) != string(want[100:200]) {
+		t.Fatalf("range over h2: %d, %d bytes", r.Status, len(r.Body))
+	}
+}
+
+// TestEdgeAcceptEncodingSpellings: twenty spellings of Accept-Encoding on
+// a URL that varies on it cost three origin fetches.
+func TestEdgeAcceptEncodingSpellings(t *testing.T) {
+	origin := startOrigin(t)
+	s := startStrata(t, strataOpts{Origin: origin.URL("origin")})
+	spellings := []string{"gzip, deflate, br, zstd", "gzip, deflate, br", "br, gzip", "gzip,deflate,br",
+		"br;q=1.0, gzip;q=0.8, *;q=0.1", "GZIP, BR", "*", "gzip, br;q=0.9", "gzip", "gzip, deflate", "x-gzip",
+		"deflate, gzip;q=1.0, *;q=0.5, br;q=0", "gzip;q=1.0, identity; q=0.5, *;q=0", "br;q=0, gzip",
+		"identity", "", "deflate", "compress, zstd;q=1", "gzip;q=0, br;q=0", "identity;q=1, *;q=0"}
+	const pq = "/obj/2k/ae?max-age=60&vary=Accept-Encoding"
+	for _, ae := range spellings {
+		r := curl(t, "-H", "Accept-Encoding: "+ae, s.URL+pq)
+		if r.Status != 200 {
+			t.Fatalf("%q: status %d (%s)", ae, r.Status, r.Stderr)
+		}
+	}
+	n := originTotal(t, origin, []string{pq})
+	t.Logf("20 Accept-Encoding spellings cost %d origin fetches", n)
+	if n > 3 {
+		t.Errorf("20 Accept-Encoding spellings cost %d origin fetches, want at most 3", n)
+	}
+}
