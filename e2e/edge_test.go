@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -195,4 +196,62 @@ func TestEdgeAcceptEncodingSpellings(t *testing.T) {
 	if n > 3 {
 		t.Errorf("20 Accept-Encoding spellings cost %d origin fetches, want at most 3", n)
 	}
+}
+
+// TestEdgeThroughput measures hits of a 4 KiB object through HAProxy's
+// TLS front, side by side in one run: HTTP/2 (h2load), HTTP/1.1 (h2load
+// --h1, same tool and connections) and HTTP/1.1 with wrk. It takes about
+// 50 s and needs h2load (Debian nghttp2-client) and wrk: it runs only with
+// STRATA_EDGE_BENCH=1.
+func TestEdgeThroughput(t *testing.T) {
+	if os.Getenv("STRATA_EDGE_BENCH") == "" {
+		t.Skip("set STRATA_EDGE_BENCH=1 to measure h2 against h1 through HAProxy (h2load, wrk; ~50 s)")
+	}
+	for _, tool := range []string{"h2load", "wrk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (apt-get install nghttp2-client wrk)", tool)
+		}
+	}
+	origin := startOrigin(t)
+	s := startStrata(t, strataOpts{Origin: origin.URL("origin"), Mem: "64MiB"})
+	lb := startEdgeLB(t, s.URL)
+	url := lb.TLS + "/obj/4k/bench?max-age=3600"
+	curl(t, "-k", url) // fill
+	const conns, dur = "32", "10"
+	run := func(name string, args ...string) float64 {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		var rps float64
+		for _, re := range []*regexp.Regexp{regexp.MustCompile(`finished in [^,]+, ([0-9.]+) req/s`), regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)} {
+			if m := re.FindSubmatch(out); m != nil {
+				rps = parseFloat(t, string(m[1]))
+			}
+		}
+		if rps == 0 {
+			t.Fatalf("%s: no rate in output:\n%s", name, out)
+		}
+		t.Logf("%-28s %10.0f req/s", name, rps)
+		return rps
+	}
+	h2 := run("h2load h2 (TLS, 32 conns)", "h2load", "-c", conns, "-m", "1", "-D", dur, "-t", "1", url)
+	h1 := run("h2load --h1 (TLS, 32 conns)", "h2load", "--h1", "-c", conns, "-D", dur, "-t", "1", url)
+	wrk := run("wrk h1 (TLS, 32 conns)", "wrk", "-t", "1", "-c", conns, "-d", dur+"s", url)
+	plain := run("wrk h1 (HAProxy, no TLS)", "wrk", "-t", "1", "-c", conns, "-d", dur+"s", lb.Plain+"/obj/4k/bench?max-age=3600")
+	direct := run("wrk h1 direct to strata", "wrk", "-t", "1", "-c", conns, "-d", dur+"s", s.URL+"/obj/4k/bench?max-age=3600")
+	t.Logf("h2/h1 through HAProxy: %.2f (h2load --h1), %.2f (wrk); HAProxy TLS / plain / direct: %.2f / %.2f / 1",
+		h2/h1, h2/wrk, wrk/direct, plain/direct)
+	if h2 < 0.8*max(h1, wrk) {
+		t.Errorf("h2 %.0f req/s is under 0.8x h1 (%.0f, %.0f)", h2, h1, wrk)
+	}
+}
+
+func parseFloat(t testing.TB, s string) float64 {
+	t.Helper()
+	var f float64
+	if _, err := fmt.Sscan(s, &f); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return f
 }
