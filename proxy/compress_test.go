@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
@@ -219,5 +220,63 @@ func TestCompressType(t *testing.T) {
 		if got := string(weakTagWith([]byte(tag), "-gz")); got != want {
 			t.Errorf("tag %q: %q, want %q", tag, got, want)
 		}
+	}
+}
+
+// TestCompressRevalidateAndPurge: a stale compressed representation is
+// revalidated with its own tag, which the origin does not know: the origin
+// answers 200 and the new body is compressed again (never a 304 that would
+// pair the origin's tag with compressed bytes); a URL purge removes every
+// representation.
+func TestCompressRevalidateAndPurge(t *testing.T) {
+	v1, v2 := compressText(6<<10), append(compressText(6<<10), "v2"...)
+	var inm []string
+	body := v1
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		inm = append(inm, r.Header.Get("If-None-Match"))
+		w.Header().Set("Cache-Control", "max-age=10")
+		w.Header().Set("Content-Type", "application/json")
+		tag := `"v1"`
+		if len(body) != len(v1) {
+			tag = `"v2"`
+		}
+		w.Header().Set("ETag", tag)
+		if r.Header.Get("If-None-Match") == tag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.PurgeToken = "t" })
+	p.gets("/rv", "Accept-Encoding", "gzip")
+	r := p.gets("/rv", "Accept-Encoding", "gzip")
+	if !bytes.Equal(decode(t, string(r.Header.Peek("Content-Encoding")), r.Body()), v1) {
+		t.Fatal("gzip hit does not decode to v1")
+	}
+	body = v2
+	p.clock.Advance(20 * time.Second)
+	r = p.gets("/rv", "Accept-Encoding", "gzip")
+	if got := decode(t, string(r.Header.Peek("Content-Encoding")), r.Body()); !bytes.Equal(got, v2) {
+		t.Fatalf("after revalidation: %d bytes, want v2", len(got))
+	}
+	if inm[len(inm)-1] != `W/"v1-gz"` {
+		t.Errorf("revalidation sent If-None-Match %q, want the representation's own tag", inm[len(inm)-1])
+	}
+	for _, ae := range []string{"gzip", "br", "identity"} {
+		r = p.gets("/rv", "Accept-Encoding", ae)
+		if got := decode(t, string(r.Header.Peek("Content-Encoding")), r.Body()); !bytes.Equal(got, v2) {
+			t.Fatalf("%s after refetch: not v2", ae)
+		}
+	}
+	fetches := p.hits.Load()
+	a := NewAdmin(p.srv, p.reg)
+	if code, body := adminDo(a, "POST", "/purge?url=http://example.com/rv", "Bearer t"); code != 200 {
+		t.Fatalf("purge: %d %s", code, body)
+	}
+	r = p.gets("/rv", "Accept-Encoding", "br")
+	if !strings.Contains(string(r.Header.Peek("Cache-Status")), "fwd=") {
+		t.Fatalf("br after purge: %s", r.Header.Peek("Cache-Status"))
+	}
+	if p.hits.Load() != fetches+1 {
+		t.Errorf("after purge: %d origin requests, want 1", p.hits.Load()-fetches)
 	}
 }
