@@ -14,11 +14,15 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -254,4 +258,60 @@ func parseFloat(t testing.TB, s string) float64 {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return f
+}
+
+// TestEdgeCompression: a text page the origin sends uncompressed is
+// fetched once and served to gzip, br and identity clients (curl
+// --compressed decodes) from stored representations, each decoding to the
+// origin's bytes; the sample origin's random bytes, which do not pay to
+// compress, are served as identity to every coding, still from one fetch.
+func TestEdgeCompression(t *testing.T) {
+	page := []byte(strings.Repeat("<p class=\"row\">strata edge compression test row</p>\n", 400))
+	var fetches atomic.Int64
+	text := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("ETag", `"page-1"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+		_, _ = w.Write(page)
+	}))
+	t.Cleanup(text.Close)
+	origin := startOrigin(t)
+	for _, c := range []struct {
+		name, origin, pq string
+		want             []byte
+		compressed       bool
+	}{
+		{"text page", text.URL, "/page", page, true},
+		{"random bytes", origin.URL("origin"), "/obj/16k/z?max-age=60&etag=1&ctype=text/plain", objectBytes("/obj/16k/z", 0, "", 0, 16<<10), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startStrata(t, strataOpts{Origin: c.origin})
+			curl(t, "-H", "Accept-Encoding: gzip", s.URL+c.pq) // the fill
+			for _, ae := range []string{"gzip", "br", "identity"} {
+				r := curl(t, "--compressed", "-H", "Accept-Encoding: "+ae, s.URL+c.pq)
+				if r.Status != 200 || string(r.Body) != string(c.want) {
+					t.Fatalf("%s: status %d, %d bytes (%s)", ae, r.Status, len(r.Body), r.Stderr)
+				}
+				if !strings.Contains(r.Header.Get("Cache-Status"), "hit") || r.Header.Get("Vary") != "Accept-Encoding" {
+					t.Errorf("%s: Cache-Status %q, Vary %q", ae, r.Header.Get("Cache-Status"), r.Header.Get("Vary"))
+				}
+				wantCE := ""
+				if c.compressed && ae != "identity" {
+					wantCE = ae
+				}
+				if ce := r.Header.Get("Content-Encoding"); ce != wantCE {
+					t.Errorf("%s: Content-Encoding %q, want %q", ae, ce, wantCE)
+				}
+			}
+			n := fetches.Load()
+			if !c.compressed {
+				n = int64(originTotal(t, origin, []string{c.pq}))
+			}
+			if n != 1 {
+				t.Errorf("origin fetched %d times, want 1", n)
+			}
+		})
+	}
 }
