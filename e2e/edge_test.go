@@ -289,6 +289,13 @@ func TestEdgeCompression(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := startStrata(t, strataOpts{Origin: c.origin})
 			curl(t, "-H", "Accept-Encoding: gzip", s.URL+c.pq) // the fill
+			// The representations are stored just after the fill, off its path.
+			for i := 0; curl(t, "-H", "Accept-Encoding: gzip", s.URL+c.pq).Header.Get("Vary") == ""; i++ {
+				if i == 100 {
+					t.Fatal("no Accept-Encoding variants 10s after the fill")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			for _, ae := range []string{"gzip", "br", "identity"} {
 				r := curl(t, "--compressed", "-H", "Accept-Encoding: "+ae, s.URL+c.pq)
 				if r.Status != 200 || string(r.Body) != string(c.want) {

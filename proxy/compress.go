@@ -3,8 +3,10 @@ package proxy
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
@@ -17,10 +19,12 @@ import (
 // Compression at the edge. A compressible response the origin sends
 // uncompressed, and without Vary, is stored three times over, once per
 // coding a client's normalised Accept-Encoding can name (encoding.go): as
-// received under "identity", and compressed once, when the fill commits,
-// under "gzip" and "br". The three are ordinary variants (variants.go)
-// under an index that varies on Accept-Encoding, written in place of the
-// record the fill committed under the URL's key. A hit then serves stored
+// received under "identity", and compressed once, just after the fill
+// commits (compressLater: off the request path, at most compressSlots at a
+// time), under "gzip" and "br". The three are ordinary variants
+// (variants.go) under an index that varies on Accept-Encoding, written in
+// place of the record the fill committed under the URL's key; until then
+// that record answers everyone, uncompressed. A hit then serves stored
 // bytes whatever the coding: compression costs CPU once per object, never
 // per request, and one origin fetch serves every client. The clients of
 // the fill itself get the identity response as it streams.
@@ -166,23 +170,65 @@ func compressType(types []string, ct []byte) bool {
 	return false
 }
 
-// storeCompressed stores the three representations of the body f just
-// committed under the URL's key, and the index that leads to them (see
-// above). Fill goroutine, after the record was inserted.
-func (s *Server) storeCompressed(f *fill) {
+// compressJob is one body to compress: a copy of the committed record
+// (its Headers borrow the fill's buffer, which nothing reuses) with its
+// own copy of the body.
+type compressJob struct {
+	obj    object
+	pkey   []byte
+	expiry time.Time
+}
+
+// compressLater hands the body f just committed under the URL's key to a
+// compression goroutine, so that neither the fill's clients nor (for a
+// small body read on the leader's goroutine) its leader wait for it. At
+// most compressSlots run at once; a body that finds none free is left
+// uncompressed (counted): it is served as the origin sent it until it is
+// fetched again. The goroutines are the Server's (Close waits for them).
+func (s *Server) compressLater(f *fill) {
 	body := f.obj.Body
-	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize {
+	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize || s.life.Err() != nil {
 		return
 	}
-	pkey := f.rv.pkey
+	select {
+	case s.cz.slots <- struct{}{}:
+	default:
+		s.cz.skipped.Inc()
+		return
+	}
+	j := &compressJob{obj: f.obj, pkey: f.rv.pkey, expiry: f.expiry}
+	j.obj.Body = append([]byte(nil), body...)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.cz.slots }()
+		defer func() {
+			if p := recover(); p != nil {
+				s.opts.Logger.Error("proxy: compression panicked", "panic", p, "stack", string(debug.Stack()))
+				s.cz.panics.Inc()
+			}
+		}()
+		s.storeCompressed(j)
+	}()
+}
+
+// storeCompressed stores the three representations of j's body and the
+// index that leads to them, in place of j's record under the URL's key
+// (see above).
+func (s *Server) storeCompressed(j *compressJob) {
+	body := j.obj.Body
 	x := variantIndex{Epoch: rand.Uint64(), Vary: httpcache.HeaderAcceptEncoding}
-	idHeaders := append(f.obj.Headers[:len(f.obj.Headers):len(f.obj.Headers)],
+	hs := j.obj.Headers
+	idHeaders := append(hs[:len(hs):len(hs)],
 		headerKV{Key: appendCanonicalName(nil, headerVary), Value: httpcache.HeaderAcceptEncoding})
 	var req fasthttp.RequestHeader
 	for i, c := range edgeCodings {
+		if s.life.Err() != nil {
+			return // closing: leave the identity record as it is
+		}
 		req.SetBytesKV(httpcache.HeaderAcceptEncoding, c.name)
 		vk, _ := httpcache.VaryKey(nil, x.Vary, &req) // a token: always ok
-		o := f.obj
+		o := j.obj
 		o.Gen = rand.Uint64()
 		o.Vary, o.VariantKey, o.Headers = x.Vary, vk, idHeaders
 		if i > 0 {
@@ -195,19 +241,19 @@ func (s *Server) storeCompressed(f *fill) {
 			s.cz.bytesIn[i-1].Add(float64(len(body)))
 			s.cz.bytesOut[i-1].Add(float64(o.BodyLen))
 		}
-		key := variantKey(nil, pkey, x.Epoch, vk)
-		s.store.Insert(metaKey(nil, key), appendObject(nil, &o), f.expiry)
+		key := variantKey(nil, j.pkey, x.Epoch, vk)
+		s.store.Insert(metaKey(nil, key), appendObject(nil, &o), j.expiry)
 		s.recordTags(key, &o)
 		x.Keys = append(x.Keys, vk)
 	}
-	m := s.vlocks.lock(pkey)
+	m := s.vlocks.lock(j.pkey)
 	defer m.Unlock()
-	mkey := metaKey(nil, pkey)
+	mkey := metaKey(nil, j.pkey)
 	var cur object
-	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != f.obj.Gen {
+	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != j.obj.Gen {
 		return // purged or replaced since the commit
 	}
-	s.store.Insert(mkey, appendVariantIndex(nil, &x), f.expiry)
+	s.store.Insert(mkey, appendVariantIndex(nil, &x), j.expiry)
 }
 
 // compressedHeaders returns the stored headers of a representation in
@@ -244,12 +290,19 @@ func weakTagWith(t []byte, suffix string) []byte {
 	return append(append(out, suffix...), '"')
 }
 
+// compressSlots bounds the compressions running at once: each holds a
+// body, its compressed copies and a pooled writer, and takes a CPU.
+const compressSlots = 2
+
 // compressor makes the compressed representations: pooled writers (a
 // brotli writer holds about a megabyte of tables, a gzip writer several
 // hundred kilobytes; each is reset per body and keeps the Server's level)
 // and the metrics. Safe for concurrent use.
 type compressor struct {
 	opts     *CompressOptions
+	slots    chan struct{} // compressions running (compressLater)
+	skipped  prometheus.Counter
+	panics   prometheus.Counter
 	gzip     sync.Pool                                // *gzip.Writer
 	brotli   sync.Pool                                // *brotli.Writer
 	objects  [len(edgeCodings) - 1]prometheus.Counter // by edgeCodings[1:]
@@ -259,6 +312,15 @@ type compressor struct {
 
 func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
 	c.opts = o
+	c.slots = make(chan struct{}, compressSlots)
+	c.skipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_edge_compress_skipped_total",
+		Help: "Bodies left uncompressed because compressSlots compressions were already running.",
+	})
+	c.panics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_edge_compress_panics_total",
+		Help: "Compressions that panicked (logged with their stack); the identity record stays.",
+	})
 	objects := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_edge_compressed_total",
 		Help: "Representations compressed at the edge when stored, by coding (once per object).",
@@ -279,7 +341,7 @@ func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, m := range []prometheus.Collector{objects, in, out} {
+	for _, m := range []prometheus.Collector{objects, in, out, c.skipped, c.panics} {
 		if err := reg.Register(m); err != nil {
 			return err
 		}

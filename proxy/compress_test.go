@@ -70,7 +70,7 @@ func TestCompressAtEdge(t *testing.T) {
 		t.Fatalf("miss: CE %q, %d bytes", r.Header.Peek("Content-Encoding"), len(r.Body()))
 	}
 	expectHeader(t, r, "Vary", "") // the fill's clients get the response as it came
-	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	p.settle()
 	stored := map[string][]byte{}
 	for _, c := range []struct{ ae, ce, etag string }{
 		{"gzip, deflate, br", "br", `W/"v1-br"`},
@@ -165,7 +165,7 @@ func TestCompressNotApplied(t *testing.T) {
 			p := newPair(t, edgeOrigin(tt.body, tt.kv...), tt.mod)
 			for i := range 2 {
 				r := p.get("/n", "Accept-Encoding", "gzip")
-				waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+				p.settle()
 				if i == 0 {
 					continue
 				}

@@ -189,9 +189,7 @@ func (f *fill) finish() error {
 	f.cond.Broadcast()
 	f.mu.Unlock()
 	if storing && f.compress && f.rv.vary == nil {
-		// After the readers have the last byte: they do not wait for it.
-		// The body stays in the window while the fill goroutine holds it.
-		f.s.storeCompressed(f)
+		f.s.compressLater(f) // after the readers have the last byte
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func benchHit(b *testing.B, origin http.HandlerFunc, mod func(*Options), req str
 	if r := p.get("/hit"); r.StatusCode() != 200 {
 		b.Fatalf("fill: %d", r.StatusCode())
 	}
-	waitFor(&testing.T{}, func() bool { return p.srv.nfills.Load() == 0 })
+	p.settle()
 	hits := p.hits.Load()
 	b.ReportAllocs()
 	b.SetBytes(size)
