@@ -11,6 +11,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -278,5 +279,28 @@ func TestCompressRevalidateAndPurge(t *testing.T) {
 	}
 	if p.hits.Load() != fetches+1 {
 		t.Errorf("after purge: %d origin requests, want 1", p.hits.Load()-fetches)
+	}
+}
+
+// TestCompressSkippedWhenBusy: with every compression slot taken, a body
+// is stored as it came and counted, and served uncompressed.
+func TestCompressSkippedWhenBusy(t *testing.T) {
+	p := newPair(t, edgeOrigin(compressText(4<<10), "Content-Type", "text/css"), nil)
+	for range cap(p.srv.cz.slots) {
+		p.srv.cz.slots <- struct{}{}
+	}
+	p.get("/busy", "Accept-Encoding", "gzip")
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	for range cap(p.srv.cz.slots) {
+		<-p.srv.cz.slots
+	}
+	if n := testutil.ToFloat64(p.srv.cz.skipped); n != 1 {
+		t.Fatalf("skipped %v, want 1", n)
+	}
+	r := p.gets("/busy", "Accept-Encoding", "gzip")
+	expectHeader(t, r, "Content-Encoding", "")
+	expectHeader(t, r, "Vary", "")
+	if n := p.hits.Load(); n != 1 {
+		t.Errorf("origin saw %d requests, want 1", n)
 	}
 }
