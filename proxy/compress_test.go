@@ -130,6 +130,12 @@ func TestCompressAtEdge(t *testing.T) {
 	if n := p.hits.Load(); n != 1 {
 		t.Fatalf("origin saw %d requests, want 1", n)
 	}
+	// Compressed once per object and coding, however many hits.
+	for i := range p.srv.cz.objects {
+		if n := testutil.ToFloat64(p.srv.cz.objects[i]); n != 1 {
+			t.Errorf("%s compressed %v times for 9 hits, want once", edgeCodings[i+1].name, n)
+		}
+	}
 }
 
 func itoa(n int) string { return string(fasthttp.AppendUint(nil, n)) }
