@@ -184,6 +184,8 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 
 			IgnoreSurrogateControl: c.HTTP.IgnoreSurrogateControl,
 			SurrogateToken:         c.HTTP.SurrogateToken,
+			TargetedField:          c.HTTP.TargetedCacheControl,
+			IgnoreCDNCacheControl:  c.HTTP.IgnoreCDNCacheControl,
 		},
 		MaxVariants:   c.HTTP.MaxVariants,
 		MaxFills:      l.MaxFills,
@@ -205,6 +207,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		ClientIdleTimeout:  l.IdleTimeout.D(),
 		PurgeToken:         c.purgeToken(ps),
 		Loop:               c.Cluster.loopOptions(),
+		Compress:           c.Edge.compressOptions(),
 		Peers:              c.Cluster.peerOptions(),
 	}
 	for i, org := range c.Origins {

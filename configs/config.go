@@ -19,6 +19,7 @@ type Config struct {
 	Log         Log      `yaml:"log"`
 
 	AccessLog AccessLog `yaml:"access_log"` // one line per request (accesslog.go)
+	Edge      Edge      `yaml:"edge"`       // compression at the edge (edge.go)
 
 	cgroupLimit int64 // the memory cgroup's limit (Overrides.CgroupLimit); 0: none
 }
@@ -166,6 +167,10 @@ type HTTP struct {
 	// directives addressed to surrogate_token or to every surrogate.
 	IgnoreSurrogateControl bool   `yaml:"ignore_surrogate_control"` // default false
 	SurrogateToken         string `yaml:"surrogate_token"`          // default "strata"
+	// Targeted cache control (RFC 9213): the field addressed to strata
+	// alone beats CDN-Cache-Control, which beats Cache-Control and Expires.
+	TargetedCacheControl  string `yaml:"targeted_cache_control"`   // field name; default Strata-Cache-Control
+	IgnoreCDNCacheControl bool   `yaml:"ignore_cdn_cache_control"` // default false: CDN-Cache-Control obeyed
 }
 
 // Limits bound what clients may cost.

@@ -55,6 +55,7 @@ const (
 	DefaultMaxLargeFills   = proxy.DefaultMaxLargeFills
 	DefaultFillTimeout     = proxy.DefaultFillTimeout
 	DefaultSurrogateToken  = proxy.DefaultSurrogateToken
+	DefaultTargetedField   = proxy.DefaultTargetedField
 	DefaultMaxRequestBody  = proxy.DefaultMaxRequestBodySize
 	DefaultClientRead      = proxy.DefaultReadTimeout
 	DefaultClientWrite     = proxy.DefaultWriteTimeout
@@ -87,6 +88,7 @@ func (c *Config) EnsureDefaults() *Config {
 	setStr(&c.Log.Level, DefaultLogLevel)
 	setStr(&c.Log.Format, DefaultLogFormat)
 	c.AccessLog.ensureDefaults()
+	c.Edge.ensureDefaults()
 	return c
 }
 
@@ -145,6 +147,7 @@ func (h *HTTP) ensureDefaults() {
 	setDur(&h.HeuristicMax, DefaultHeuristicMax)
 	setInt(&h.MaxVariants, DefaultMaxVariants)
 	setStr(&h.SurrogateToken, DefaultSurrogateToken)
+	setStr(&h.TargetedCacheControl, DefaultTargetedField)
 }
 
 func (l *Limits) ensureDefaults() {

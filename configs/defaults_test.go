@@ -35,6 +35,7 @@ func TestPackagesApplyDefaults(t *testing.T) {
 	sameScalars(t, "proxy.Options.Policy", parts.Proxy.Policy, zero.Policy, nil)
 	sameScalars(t, "proxy.Options.Loop", parts.Proxy.Loop, zero.Loop, nil)
 	sameScalars(t, "proxy.Options.Peers", parts.Proxy.Peers, zero.Peers, nil)
+	sameScalars(t, "proxy.Options.Compress", parts.Proxy.Compress, zero.Compress, nil)
 
 	var cache hybrid.Options
 	cache.EnsureDefaults()

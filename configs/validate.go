@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 	checkEnum(&ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	checkEnum(&ps, "log.format", c.Log.Format, "text", "json")
 	c.AccessLog.validate(&ps)
+	c.Edge.validate(&ps)
 	return ps.err()
 }
 

@@ -29,8 +29,9 @@ func taggedOrigin(w http.ResponseWriter, r *http.Request) {
 
 const token = "Bearer t0k"
 
+// settle waits until no fill runs and no compression (compressLater).
 func (p *pair) settle() {
-	waitFor(p.t, func() bool { return p.srv.nfills.Load() == 0 })
+	waitFor(p.t, func() bool { return p.srv.nfills.Load() == 0 && len(p.srv.cz.slots) == 0 })
 }
 
 // cached reports whether path is answered from the cache.

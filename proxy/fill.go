@@ -75,6 +75,9 @@ type fill struct {
 	// kb holds the store keys of the fill goroutine's inserts: a key
 	// array on the stack would escape to the heap through Store.Insert.
 	kb [256]byte
+	// compress: store the body's compressed representations at commit
+	// (compress.go).
+	compress bool
 
 	mu    sync.Mutex
 	cond  sync.Cond // progress, headers, end, a reader leaving
@@ -477,6 +480,7 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 	}
 	store := si.Store && cl <= s.opts.MaxObjectSize && body != nil && !f.keepPrior(resp.StatusCode()) &&
 		s.takeLarge(f, cl) && s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
+	f.compress = store && s.compressible(&resp.Header, &si, cl) // at commit (compress.go)
 	f.rv.status = resp.StatusCode()
 	if !store {
 		f.setPrivate(resp) // the leader owns resp now

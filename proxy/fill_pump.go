@@ -185,5 +185,8 @@ func (f *fill) finish() error {
 	f.done = true
 	f.cond.Broadcast()
 	f.mu.Unlock()
+	if storing && f.compress && f.rv.vary == nil {
+		f.s.compressLater(f) // after the readers have the last byte
+	}
 	return nil
 }

@@ -205,9 +205,13 @@ func storedDate(kvs []headerKV) []byte {
 // consumeSurrogate removes Surrogate-Control from an origin response once
 // httpcache.StoreDecision has read it: it is addressed to surrogates, and
 // strata is the one that acts on it (httpcache's surrogate.go). Kept when
-// IgnoreSurrogateControl.
+// IgnoreSurrogateControl. It also removes the field addressed to strata
+// alone (Policy.TargetedField, httpcache's targeted.go); CDN-Cache-Control
+// is left for the CDN tiers downstream (RFC 9213 §3).
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
-	if !s.cfg().Policy.IgnoreSurrogateControl {
+	p := &s.cfg().Policy
+	if !p.IgnoreSurrogateControl {
 		h.DelBytes(httpcache.HeaderSurrogateControl)
 	}
+	h.Del(p.TargetedField)
 }

@@ -163,6 +163,8 @@ type Options struct {
 	PurgeToken string
 	// Purge bounds and persists purges by tag and prefix.
 	Purge PurgeOptions
+	// Compress configures compression at the edge (compress.go).
+	Compress CompressOptions
 	// Loop configures CDN-Loop (RFC 8586) loop detection (loop.go).
 	Loop LoopOptions
 	// Peers are the other nodes of a fleet, which the admin listener
@@ -208,6 +210,7 @@ const (
 	DefaultHeuristicFraction = httpcache.DefaultHeuristicFraction
 	DefaultHeuristicMax      = httpcache.DefaultHeuristicMax
 	DefaultSurrogateToken    = httpcache.DefaultSurrogateToken
+	DefaultTargetedField     = httpcache.DefaultTargetedField
 )
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -235,6 +238,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.ViaName, DefaultViaName)
 	o.Purge.EnsureDefaults()
 	o.Loop.EnsureDefaults()
+	o.Compress.EnsureDefaults()
 	o.Peers.EnsureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -290,6 +294,7 @@ func (o *Options) Validate() error {
 	if o.FillTimeout < 0 || o.FillLagWait < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ClientIdleTimeout < 0 {
 		bad("timeouts must not be negative")
 	}
+	o.Compress.validate(bad)
 	errs = append(errs, o.Purge.Validate(), o.Loop.Validate(), o.Peers.Validate())
 	errs = append(errs, o.validateOrigins()...)
 	return errors.Join(errs...)

@@ -145,11 +145,12 @@ func (s *Server) refresh(f *fill, rp *httpcache.RequestPolicy, h304 *fasthttp.Re
 	var si httpcache.StoreInfo
 	httpcache.StoreDecision(&si, rp, p.Status, h, respTime, &s.cfg().Policy)
 	o := *p // same generation, body length, inline body (borrowing f.rv.prior)
-	o.Headers, _ = copyResponseHeaders(h, 0)
 	o.ETag = append([]byte(nil), si.ETag...)
 	if len(o.ETag) == 0 {
 		o.ETag = nil
 	}
+	s.consumeSurrogate(h) // read, never stored (after si.ETag, which borrows h, is copied)
+	o.Headers, _ = copyResponseHeaders(h, 0)
 	o.RequestTime, o.ResponseTime = reqTime, respTime
 	o.Date, o.Expires, o.LastModified = si.Date, si.Expires, si.LastModified
 	o.AgeHeader = si.Age

@@ -270,7 +270,7 @@ func Test304NoStoreRemoves(t *testing.T) {
 func (p *pair) dos(method, path string, kv ...string) *fasthttp.Response {
 	p.t.Helper()
 	r := p.do(method, path, kv...)
-	waitFor(p.t, func() bool { return p.srv.nfills.Load() == 0 })
+	p.settle()
 	return r
 }
 

@@ -43,6 +43,7 @@ type Server struct {
 	purges    purges
 	loop      *loop // CDN-Loop element and verdicts (loop.go)
 
+	cz         compressor    // compression at the edge (compress.go)
 	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
 	deadlines  connDeadlines // client connection deadlines (deadlines.go)
 
@@ -108,6 +109,9 @@ func New(store Store, opts Options) (*Server, error) {
 	s := &Server{opts: opts, store: store, m: m, purges: pu, loop: lp,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.set.Store(set)
+	if err := s.cz.init(&s.opts.Compress, opts.Registerer); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
 	s.bodies.init(opts.MaxStreamBytes)
 	s.joinAhead = max(fillJoinAhead, int64(opts.FillWindow)*int64(opts.SliceSize))
 	s.fills.init()
@@ -234,6 +238,7 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, fasthttp.StatusMisdirectedRequest, "proxy: no origin for this host")
 		return
 	}
+	normalizeAcceptEncoding(&ctx.Request.Header) // before keying and forwarding (encoding.go)
 	st := s.pool.Get().(*reqState)
 	defer s.putState(st)
 	st.set = set

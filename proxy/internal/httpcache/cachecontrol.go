@@ -1,5 +1,7 @@
 package httpcache
 
+import "github.com/valyala/fasthttp"
+
 // CacheControl is a parsed Cache-Control field (RFC 9111 §5.2), request or
 // response: the same struct holds both kinds of directive, and each rule
 // reads only the ones that apply to it.
@@ -248,4 +250,18 @@ func parseDelta(b []byte) (int64, bool) {
 		}
 	}
 	return min(n, deltaMax), true
+}
+
+// NoTransform reports whether h's Cache-Control carries no-transform
+// (RFC 9111 §5.2.2.6): no intermediary may change the content, its
+// coding included. Read from Cache-Control itself, whichever field gave
+// strata's caching policy: the directive is addressed to every
+// intermediary.
+func NoTransform(h *fasthttp.ResponseHeader) bool {
+	var cc CacheControl
+	cc.reset()
+	for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
+		cc.add(line)
+	}
+	return cc.NoTransform
 }

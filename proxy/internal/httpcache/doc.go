@@ -16,6 +16,9 @@
 //   - surrogate.go: Surrogate-Control, the field an origin addresses to its
 //     surrogates (W3C Edge Architecture 1.0), and how it overrides
 //     Cache-Control for strata.
+//   - targeted.go: CDN-Cache-Control and strata's own targeted field
+//     (RFC 9213), which replace Cache-Control and Expires for strata;
+//     sfdict.go: the RFC 8941 Dictionary reader they are parsed with.
 //   - key.go: the primary cache key (BuildKey) and its KeyOptions.
 //   - fields.go, headers.go: which fields are hop-by-hop, stored, updated by
 //     a 304 or carried by one; every header name strata uses as bytes.

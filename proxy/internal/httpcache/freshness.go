@@ -186,7 +186,9 @@ func storeFreshness(si *StoreInfo, status int, h *fasthttp.ResponseHeader, o *Po
 	si.MustRevalidate = cc.MustRevalidate || (o.Shared && (cc.ProxyRevalidate || cc.SMaxAge >= 0))
 	si.StaleWhileRevalidate = deltaOrNone(cc.StaleWhileRevalidate)
 	si.StaleIfError = deltaOrNone(cc.StaleIfError)
-	si.Expires = storeExpires(h)
+	if si.Targeted == TargetedNone {
+		si.Expires = storeExpires(h) // RFC 9213 §2.1: ignored under a targeted field
+	}
 	switch {
 	case o.Shared && cc.SMaxAge >= 0:
 		si.Lifetime = Seconds(cc.SMaxAge)

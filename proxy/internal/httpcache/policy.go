@@ -46,6 +46,16 @@ type PolicyOptions struct {
 	// surrogates (an edge and a shield need different ones). Default
 	// "strata". An HTTP token (RFC 9110 §5.6.2).
 	SurrogateToken string
+	// TargetedField names the response field addressed to strata alone
+	// (RFC 9213 targeted cache control, targeted.go): it takes precedence
+	// over CDN-Cache-Control and Cache-Control and is removed before the
+	// response goes downstream. Default "Strata-Cache-Control". An HTTP
+	// token, neither Cache-Control nor CDN-Cache-Control.
+	TargetedField string
+	// IgnoreCDNCacheControl leaves CDN-Cache-Control out of strata's
+	// target list: it is then passed through and never obeyed. Default
+	// false: obeyed (RFC 9213 §3).
+	IgnoreCDNCacheControl bool
 
 	surrogateCap []byte // `<token>="Surrogate/1.0"`, built by EnsureDefaults
 }
@@ -73,6 +83,9 @@ func (o *PolicyOptions) EnsureDefaults() {
 	if o.SurrogateToken == "" {
 		o.SurrogateToken = DefaultSurrogateToken
 	}
+	if o.TargetedField == "" {
+		o.TargetedField = DefaultTargetedField
+	}
 	o.surrogateCap = append([]byte(o.SurrogateToken), `="Surrogate/1.0"`...)
 }
 
@@ -92,6 +105,10 @@ func (o *PolicyOptions) Validate() error {
 	}
 	if !isToken([]byte(o.SurrogateToken)) {
 		errs = append(errs, fmt.Errorf("surrogate_token %q is not an HTTP token", o.SurrogateToken))
+	}
+	tf := []byte(o.TargetedField)
+	if !isToken(tf) || equalFold(tf, fasthttp.HeaderCacheControl) || equalFold(tf, HeaderCDNCacheControl) {
+		errs = append(errs, fmt.Errorf("targeted_cache_control %q is not a field name of its own", o.TargetedField))
 	}
 	return policyJoin(errs)
 }
@@ -211,8 +228,12 @@ type StoreInfo struct {
 	Age int64
 	// ETag is the first ETag field, borrowed from h (see above).
 	ETag []byte
-	// CC is the response's Cache-Control, all lines merged.
+	// CC is the response's caching policy for strata: the targeted field
+	// Targeted names (targeted.go), else Cache-Control, all lines merged.
 	CC CacheControl
+	// Targeted says where CC came from; with a targeted field, Expires was
+	// ignored (Expires is then zero).
+	Targeted Targeted
 	// Surrogate is what the response's Surrogate-Control says to strata
 	// (surrogate.go); MaxAge -1 when nothing, or when IgnoreSurrogateControl.
 	Surrogate SurrogateControl
@@ -237,6 +258,9 @@ type StoreInfo struct {
 //   - it could never be reused: its lifetime is 0 (or no-cache), it has no
 //     validator (ETag, Last-Modified) and no stale window can open.
 //
+// The policy comes from the first valid targeted field on strata's target
+// list (TargetedField, CDN-Cache-Control: targeted.go), which replaces
+// Cache-Control and Expires, else from Cache-Control and Expires.
 // An applicable Surrogate-Control (surrogate.go) comes first: its no-store
 // refuses, its max-age sets the lifetime and sets aside Cache-Control's
 // no-store, no-cache and private and the "nothing makes it storable" rule.
@@ -254,8 +278,10 @@ type StoreInfo struct {
 func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, now time.Time, o *PolicyOptions) {
 	*si = StoreInfo{}
 	si.CC.reset()
-	for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
-		si.CC.add(line)
+	if si.Targeted = readTargeted(&si.CC, h, o); si.Targeted == TargetedNone {
+		for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
+			si.CC.add(line)
+		}
 	}
 	si.Surrogate.reset()
 	if !o.IgnoreSurrogateControl {

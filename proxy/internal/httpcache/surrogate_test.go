@@ -92,12 +92,7 @@ func TestSurrogateStoreDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := defaultPolicyOptions()
 			o.IgnoreSurrogateControl = tt.ignore
-			req := testRequest(t, "GET", "/", tt.req...)
-			var rp RequestPolicy
-			ParseRequest(&rp, &req.Header)
-			h := testResponse(t, "200 OK", tt.headers...)
-			var si StoreInfo
-			StoreDecision(&si, &rp, 200, h, testNow, &o)
+			si := testStoreInfo(t, &o, tt.req, tt.headers)
 			if si.Store != tt.store || si.Reason != tt.reason || si.Lifetime != tt.lifetime {
 				t.Errorf("Store %v %q Lifetime %v, want %v %q %v", si.Store, si.Reason, si.Lifetime, tt.store, tt.reason, tt.lifetime)
 			}

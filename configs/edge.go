@@ -1,0 +1,52 @@
+package configs
+
+import (
+	"strings"
+
+	"strata/proxy"
+)
+
+// Edge tunes what strata does for browsers and CDN clients at the edge:
+// compression of what the origin sends uncompressed (proxy/compress.go).
+type Edge struct {
+	Compress        *bool    `yaml:"compress"`          // compress at the edge; default true
+	CompressTypes   []string `yaml:"compress_types"`    // media types ("type/sub" or "type/*"); default proxy.DefaultCompressTypes
+	CompressMinSize Size     `yaml:"compress_min_size"` // smaller bodies are left alone; default 1KiB
+	GzipLevel       int      `yaml:"gzip_level"`        // 1..9; default 6
+	BrotliQuality   int      `yaml:"brotli_quality"`    // 1..11; default 6
+}
+
+func (e *Edge) ensureDefaults() {
+	if e.Compress == nil {
+		t := true
+		e.Compress = &t
+	}
+	if len(e.CompressTypes) == 0 {
+		e.CompressTypes = append([]string(nil), proxy.DefaultCompressTypes...)
+	}
+	setSize(&e.CompressMinSize, proxy.DefaultCompressMinSize)
+	setInt(&e.GzipLevel, proxy.DefaultCompressGzipLevel)
+	setInt(&e.BrotliQuality, proxy.DefaultCompressBrotliQuality)
+}
+
+func (e *Edge) validate(ps *problems) {
+	checkRange(ps, "edge.compress_min_size", int64(e.CompressMinSize), 0, 1<<30)
+	checkRange(ps, "edge.gzip_level", int64(e.GzipLevel), 1, 9)
+	checkRange(ps, "edge.brotli_quality", int64(e.BrotliQuality), 1, 11)
+	for _, t := range e.CompressTypes {
+		if a, b, ok := strings.Cut(t, "/"); !ok || a == "" || b == "" || strings.ContainsAny(t, " ;,") {
+			ps.add("edge.compress_types", "%q: want type/subtype or type/*", t)
+		}
+	}
+}
+
+// compressOptions maps the keys onto proxy.CompressOptions.
+func (e *Edge) compressOptions() proxy.CompressOptions {
+	return proxy.CompressOptions{
+		Disable:       e.Compress != nil && !*e.Compress,
+		Types:         e.CompressTypes,
+		MinSize:       int(e.CompressMinSize),
+		GzipLevel:     e.GzipLevel,
+		BrotliQuality: e.BrotliQuality,
+	}
+}

@@ -1,0 +1,378 @@
+package proxy
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
+)
+
+// Compression at the edge. A compressible response the origin sends
+// uncompressed, and without Vary, is stored three times over, once per
+// coding a client's normalised Accept-Encoding can name (encoding.go): as
+// received under "identity", and compressed once, just after the fill
+// commits (compressLater: off the request path, at most compressSlots at a
+// time), under "gzip" and "br". The three are ordinary variants
+// (variants.go) under an index that varies on Accept-Encoding, written in
+// place of the record the fill committed under the URL's key; until then
+// that record answers everyone, uncompressed. A hit then serves stored
+// bytes whatever the coding: compression costs CPU once per object, never
+// per request, and one origin fetch serves every client. The clients of
+// the fill itself get the identity response as it streams.
+//
+// Which responses (compressible, then checked again at commit):
+//   - status 200, stored, no Content-Encoding (or "identity"): a body
+//     the origin compressed is never compressed again;
+//   - no Vary from the origin (a response that varies already is stored
+//     as its variants, as the origin made them);
+//   - no no-transform (RFC 9110 §7.7: a proxy must not change the
+//     content coding then) in Cache-Control or in the field that gave
+//     strata's policy;
+//   - a Content-Type in CompressOptions.Types;
+//   - a body from MinSize up to SliceSize, so that it fits one record.
+//     Larger (sliced) bodies are stored as they came: a sliced compressed
+//     body would need its slices compressed as one stream and ranges
+//     mapped across them, which this version does not do;
+//   - MaxVariants of at least 3 (the three representations).
+//
+// Each compressed representation is its own: Content-Encoding set, its
+// length from its bytes (ranges are served from those bytes, RFC 9110
+// §14.1.2), and its own entity tag, W/"<origin tag>-gz" or -br: weak,
+// because a later recompression (another library version) may give other
+// bytes for the same tag, and so If-Range never matches it (a range
+// request with If-Range gets the whole representation). Revalidating it
+// with the origin sends that tag, which the origin does not know: the
+// answer is a new 200, compressed again. Content-MD5 is dropped (it would
+// describe the identity bytes). A coding that saves less than a tenth of
+// the body is not worth its CPU on the client: its variant then holds the
+// identity bytes (no Content-Encoding), so such a client still hits. All
+// three carry Vary: Accept-Encoding, so caches downstream vary too.
+//
+// The index is written only if the URL's key still holds the record the
+// fill committed (same generation): a purge or a newer fill in between
+// wins, and the variants just written are orphans that age out.
+
+// CompressOptions configure compression at the edge.
+type CompressOptions struct {
+	// Disable turns compression at the edge off: responses are stored as
+	// the origin sent them. Default false (on, as at CDNs).
+	Disable bool
+	// Types are the compressible media types: "type/subtype" or "type/*",
+	// compared case-insensitively with the Content-Type's media type.
+	// Default DefaultCompressTypes.
+	Types []string
+	// MinSize: bodies shorter than this are not compressed. Default 1 KiB
+	// (below it headers dominate and the saving is small).
+	MinSize int
+	// GzipLevel (1..9) and BrotliQuality (0..11). Defaults 6 and 6: once
+	// per object, near the best ratio for the CPU.
+	GzipLevel     int
+	BrotliQuality int
+}
+
+// Defaults of CompressOptions.
+const (
+	DefaultCompressMinSize       = 1 << 10
+	DefaultCompressGzipLevel     = 6
+	DefaultCompressBrotliQuality = 6
+)
+
+// DefaultCompressTypes are the media types compressed by default: text,
+// JSON, JavaScript, XML, SVG, WebAssembly, and fonts not compressed by
+// their format.
+var DefaultCompressTypes = []string{
+	"text/*", "application/json", "application/javascript", "application/x-javascript",
+	"application/xml", "application/xhtml+xml", "application/rss+xml", "application/atom+xml",
+	"application/ld+json", "application/manifest+json", "application/geo+json", "application/wasm",
+	"image/svg+xml", "image/x-icon", "font/ttf", "font/otf", "application/vnd.ms-fontobject",
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *CompressOptions) EnsureDefaults() {
+	if o.Types == nil {
+		o.Types = DefaultCompressTypes
+	}
+	setDefault(&o.MinSize, DefaultCompressMinSize)
+	setDefault(&o.GzipLevel, DefaultCompressGzipLevel)
+	setDefault(&o.BrotliQuality, DefaultCompressBrotliQuality)
+}
+
+// validate appends every problem to errs.
+func (o *CompressOptions) validate(bad func(format string, args ...any)) {
+	if o.MinSize < 0 {
+		bad("compress min_size %d < 0", o.MinSize)
+	}
+	if o.GzipLevel < 1 || o.GzipLevel > 9 {
+		bad("compress gzip_level %d not in [1, 9]", o.GzipLevel)
+	}
+	if o.BrotliQuality < 0 || o.BrotliQuality > 11 {
+		bad("compress brotli_quality %d not in [0, 11]", o.BrotliQuality)
+	}
+	for _, t := range o.Types {
+		if a, b, ok := strings.Cut(t, "/"); !ok || a == "" || b == "" || strings.ContainsAny(t, " ;,") {
+			bad("compress type %q: want type/subtype or type/*", t)
+		}
+	}
+}
+
+// edgeCodings are the codings strata stores, identity first, with their
+// entity-tag suffix.
+var edgeCodings = [...]struct {
+	name   []byte
+	suffix string
+}{{httpcache.AcceptIdentity, ""}, {httpcache.AcceptGzip, "-gz"}, {httpcache.AcceptBr, "-br"}}
+
+var (
+	headerContentEncoding = []byte("Content-Encoding")
+	headerVary            = []byte(fasthttp.HeaderVary)
+)
+
+// compressible reports whether a response with headers h, stored per si
+// under the URL's own key (no Vary), with declared length cl (<0:
+// unknown), is one to compress when its fill commits (see above).
+func (s *Server) compressible(h *fasthttp.ResponseHeader, si *httpcache.StoreInfo, cl int64) bool {
+	o := &s.opts.Compress
+	if o.Disable || !si.Store || h.StatusCode() != fasthttp.StatusOK || s.cfg().MaxVariants < len(edgeCodings) ||
+		(cl >= 0 && (cl < int64(max(o.MinSize, 1)) || cl > int64(s.opts.SliceSize))) {
+		return false
+	}
+	if ce := h.PeekBytes(headerContentEncoding); len(ce) > 0 && !bytes.EqualFold(bytes.TrimSpace(ce), httpcache.AcceptIdentity) {
+		return false
+	}
+	if len(h.PeekAll(fasthttp.HeaderVary)) > 0 {
+		return false
+	}
+	return !si.CC.NoTransform && !httpcache.NoTransform(h) && compressType(o.Types, h.ContentType())
+}
+
+// compressType reports whether the Content-Type ct names one of types.
+func compressType(types []string, ct []byte) bool {
+	mt, _, _ := bytes.Cut(ct, []byte(";"))
+	mt = bytes.TrimSpace(mt)
+	for _, t := range types {
+		if p, ok := strings.CutSuffix(t, "/*"); ok {
+			if len(mt) > len(p) && mt[len(p)] == '/' && bytes.EqualFold(mt[:len(p)], []byte(p)) {
+				return true
+			}
+		} else if bytes.EqualFold(mt, []byte(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+// compressJob is one body to compress: a copy of the committed record
+// (its Headers borrow the fill's buffer, which nothing reuses) with its
+// own copy of the body.
+type compressJob struct {
+	obj    object
+	pkey   []byte
+	expiry time.Time
+}
+
+// compressLater hands the body f just committed under the URL's key to a
+// compression goroutine, so that neither the fill's clients nor (for a
+// small body read on the leader's goroutine) its leader wait for it. At
+// most compressSlots run at once; a body that finds none free is left
+// uncompressed (counted): it is served as the origin sent it until it is
+// fetched again. The goroutines are the Server's (Close waits for them).
+func (s *Server) compressLater(f *fill) {
+	body := f.obj.Body
+	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize || s.life.Err() != nil {
+		return
+	}
+	select {
+	case s.cz.slots <- struct{}{}:
+	default:
+		s.cz.skipped.Inc()
+		return
+	}
+	j := &compressJob{obj: f.obj, pkey: f.rv.pkey, expiry: f.expiry}
+	j.obj.Body = append([]byte(nil), body...)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.cz.slots }()
+		defer func() {
+			if p := recover(); p != nil {
+				s.opts.Logger.Error("proxy: compression panicked", "panic", p, "stack", string(debug.Stack()))
+				s.cz.panics.Inc()
+			}
+		}()
+		s.storeCompressed(j)
+	}()
+}
+
+// storeCompressed stores the three representations of j's body and the
+// index that leads to them, in place of j's record under the URL's key
+// (see above).
+func (s *Server) storeCompressed(j *compressJob) {
+	body := j.obj.Body
+	x := variantIndex{Epoch: rand.Uint64(), Vary: httpcache.HeaderAcceptEncoding}
+	hs := j.obj.Headers
+	idHeaders := append(hs[:len(hs):len(hs)],
+		headerKV{Key: appendCanonicalName(nil, headerVary), Value: httpcache.HeaderAcceptEncoding})
+	var req fasthttp.RequestHeader
+	for i, c := range edgeCodings {
+		if s.life.Err() != nil {
+			return // closing: leave the identity record as it is
+		}
+		req.SetBytesKV(httpcache.HeaderAcceptEncoding, c.name)
+		vk, _ := httpcache.VaryKey(nil, x.Vary, &req) // a token: always ok
+		o := j.obj
+		o.Gen = rand.Uint64()
+		o.Vary, o.VariantKey, o.Headers = x.Vary, vk, idHeaders
+		if i > 0 {
+			z := s.cz.compress(c.name, body)
+			if len(z) <= len(body)-len(body)/10 {
+				o.Body, o.BodyLen = z, int64(len(z))
+				o.Headers, o.ETag = compressedHeaders(idHeaders, c.name, c.suffix)
+			}
+			s.cz.objects[i-1].Inc()
+			s.cz.bytesIn[i-1].Add(float64(len(body)))
+			s.cz.bytesOut[i-1].Add(float64(o.BodyLen))
+		}
+		key := variantKey(nil, j.pkey, x.Epoch, vk)
+		s.store.Insert(metaKey(nil, key), appendObject(nil, &o), j.expiry)
+		s.recordTags(key, &o)
+		x.Keys = append(x.Keys, vk)
+	}
+	m := s.vlocks.lock(j.pkey)
+	defer m.Unlock()
+	mkey := metaKey(nil, j.pkey)
+	var cur object
+	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != j.obj.Gen {
+		return // purged or replaced since the commit
+	}
+	s.store.Insert(mkey, appendVariantIndex(nil, &x), j.expiry)
+}
+
+// compressedHeaders returns the stored headers of a representation in
+// coding: the identity's, less ETag and Content-MD5, plus Content-Encoding
+// and the representation's own weak ETag (none when the origin sent none
+// or a malformed one), which it also returns.
+func compressedHeaders(id []headerKV, coding []byte, suffix string) ([]headerKV, []byte) {
+	out := make([]headerKV, 0, len(id)+2)
+	var etag []byte
+	for _, kv := range id {
+		switch {
+		case bytes.EqualFold(kv.Key, []byte(fasthttp.HeaderETag)):
+			etag = weakTagWith(kv.Value, suffix)
+		case bytes.EqualFold(kv.Key, []byte("Content-MD5")):
+		default:
+			out = append(out, kv)
+		}
+	}
+	out = append(out, headerKV{Key: headerContentEncoding, Value: coding})
+	if etag != nil {
+		out = append(out, headerKV{Key: appendCanonicalName(nil, []byte(fasthttp.HeaderETag)), Value: etag})
+	}
+	return out, etag
+}
+
+// weakTagWith turns the entity tag t ("x" or W/"x") into W/"x<suffix>",
+// or nil when t is not an entity tag.
+func weakTagWith(t []byte, suffix string) []byte {
+	t = bytes.TrimPrefix(bytes.TrimSpace(t), []byte("W/"))
+	if len(t) < 2 || t[0] != '"' || t[len(t)-1] != '"' || bytes.IndexByte(t[1:len(t)-1], '"') >= 0 {
+		return nil
+	}
+	out := append([]byte(`W/`), t[:len(t)-1]...)
+	return append(append(out, suffix...), '"')
+}
+
+// compressSlots bounds the compressions running at once: each holds a
+// body, its compressed copies and a pooled writer, and takes a CPU.
+const compressSlots = 2
+
+// compressor makes the compressed representations: pooled writers (a
+// brotli writer holds about a megabyte of tables, a gzip writer several
+// hundred kilobytes; each is reset per body and keeps the Server's level)
+// and the metrics. Safe for concurrent use.
+type compressor struct {
+	opts     *CompressOptions
+	slots    chan struct{} // compressions running (compressLater)
+	skipped  prometheus.Counter
+	panics   prometheus.Counter
+	gzip     sync.Pool                                // *gzip.Writer
+	brotli   sync.Pool                                // *brotli.Writer
+	objects  [len(edgeCodings) - 1]prometheus.Counter // by edgeCodings[1:]
+	bytesIn  [len(edgeCodings) - 1]prometheus.Counter
+	bytesOut [len(edgeCodings) - 1]prometheus.Counter
+}
+
+func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
+	c.opts = o
+	c.slots = make(chan struct{}, compressSlots)
+	c.skipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_edge_compress_skipped_total",
+		Help: "Bodies left uncompressed because compressSlots compressions were already running.",
+	})
+	c.panics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_edge_compress_panics_total",
+		Help: "Compressions that panicked (logged with their stack); the identity record stays.",
+	})
+	objects := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_edge_compressed_total",
+		Help: "Representations compressed at the edge when stored, by coding (once per object).",
+	}, []string{"coding"})
+	in := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_edge_compress_input_bytes_total",
+		Help: "Identity bytes compressed at the edge, by coding.",
+	}, []string{"coding"})
+	out := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_edge_compress_output_bytes_total",
+		Help: "Bytes stored for the representations compressed at the edge, by coding (identity bytes where the coding did not pay).",
+	}, []string{"coding"})
+	for i, e := range edgeCodings[1:] {
+		c.objects[i] = objects.WithLabelValues(string(e.name))
+		c.bytesIn[i] = in.WithLabelValues(string(e.name))
+		c.bytesOut[i] = out.WithLabelValues(string(e.name))
+	}
+	if reg == nil {
+		return nil
+	}
+	for _, m := range []prometheus.Collector{objects, in, out, c.skipped, c.panics} {
+		if err := reg.Register(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compress returns body compressed with coding (gzip or br).
+func (c *compressor) compress(coding, body []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(body)/3 + 64)
+	if bytes.Equal(coding, httpcache.AcceptGzip) {
+		w, _ := c.gzip.Get().(*gzip.Writer)
+		if w == nil {
+			w, _ = gzip.NewWriterLevel(&buf, c.opts.GzipLevel) // level validated
+		} else {
+			w.Reset(&buf)
+		}
+		_, _ = w.Write(body) // a bytes.Buffer does not fail
+		_ = w.Close()
+		c.gzip.Put(w)
+		return buf.Bytes()
+	}
+	w, _ := c.brotli.Get().(*brotli.Writer)
+	if w == nil {
+		w = brotli.NewWriterLevel(&buf, c.opts.BrotliQuality)
+	} else {
+		w.Reset(&buf)
+	}
+	_, _ = w.Write(body)
+	_ = w.Close()
+	c.brotli.Put(w)
+	return buf.Bytes()
+}
