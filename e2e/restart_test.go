@@ -87,12 +87,15 @@ func TestRestart10k(t *testing.T) {
 	opts := strataOpts{Origin: o.URL("origin"), Dir: t.TempDir(), Mem: "64MiB"}
 	s := startStrata(t, opts)
 	url := func(i int) string { return fmt.Sprintf("/obj/2k/ten?max-age=600&n=%d", i) }
+	t0 := time.Now()
 	fetchAll(t, s.URL, 10000, url)
+	t1 := time.Now()
 	s = restart(t, s, opts)
 	defer s.Stop()
+	t2 := time.Now()
 	awaitLog(t, s, "hot set read back into memory", 1)
 	r := fetchAll(t, s.URL, 10000, url)
-	t.Logf("after restart: %s", r)
+	t.Logf("after restart: %s; fill %v, restart %v, warm-up and hits %v", r, t1.Sub(t0), t2.Sub(t1), time.Since(t2))
 	if r.hits() < 9900 {
 		t.Fatalf("after restart: %s, want ≥ 9900 hits", r)
 	}
