@@ -47,6 +47,9 @@ func TestRestartFetchOnce(t *testing.T) {
 	}
 	s = restart(t, s, opts)
 	defer s.Stop()
+	if resp, _ := get(t, s.Admin+"/readyz"); resp.StatusCode != 200 {
+		t.Errorf("/readyz after the start: %s", resp.Status)
+	}
 	if !strings.Contains(s.Output(), "index checkpoint loaded") {
 		t.Errorf("the start after a clean stop scanned; output:\n%s", s.Output())
 	}
@@ -179,7 +182,7 @@ func TestRestartStopTime(t *testing.T) {
 	const n = 4200 // 4200 × 64 KiB ≈ 263 MiB: the memory tier is full
 	url := func(i int) string { return fmt.Sprintf("/obj/64k/full?max-age=600&n=%d", i) }
 	fetchAll(t, s.URL, n, url)
-	t.Logf("memory tier bytes before stop: %v", metric(t, s.Admin, "strata_memory_bytes"))
+	t.Logf("memory tier bytes before stop: %v", metric(t, s.Admin, "strata_cache_memory_used_bytes"))
 	t0 := time.Now()
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
