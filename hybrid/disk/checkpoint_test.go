@@ -59,7 +59,7 @@ func superblockBlocks(t *testing.T, dev blockdev.Device) []byte {
 // batch scanned) and serves what was written; every doubt falls back to
 // the scan and still serves the newest values.
 func TestCheckpoint(t *testing.T) {
-	const n = 600
+	const n = 200
 	cases := []struct {
 		name     string
 		damage   func(t *testing.T, dev *blockdev.MemDevice, e *Engine)
@@ -200,4 +200,51 @@ func FuzzCheckpointDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckpointMakesRoom: on a full device of small entries the clean
+// regions cannot hold the checkpoint; Close reclaims the oldest regions
+// to make room, and the next start loads it and serves right values.
+func TestCheckpointMakesRoom(t *testing.T) {
+	if raceEnabled {
+		t.Skip("fills a device with 100k entries one by one: slow under -race, and single-goroutine")
+	}
+	defer func(v int) { ckptReclaimShare = v }(ckptReclaimShare)
+	ckptReclaimShare = 4
+	dev := newMem(t, 12<<20)
+	o := testOpts()
+	o.Flushers, o.CleanRegions, o.FlushDelay = 1, 1, time.Millisecond
+	e := openT(t, dev, o)
+	n := 0
+	for ; e.Stats().Reclaims < 2; n++ {
+		k := fmt.Appendf(nil, "k%d", n)
+		for !e.Insert(k, mval(k, 1, 16), time.Time{}) {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	settle(t, e)
+	before := e.Stats().Reclaims
+	closeT(t, e)
+	if e.Stats().Reclaims == before {
+		t.Fatal("close reclaimed nothing: the test did not need room")
+	}
+	e = openT(t, dev.CrashClone(), o)
+	defer closeT(t, e)
+	s := e.Stats()
+	if s.RecoveredBatches != 0 || s.Recovered == 0 {
+		t.Fatalf("checkpoint not loaded: %d entries, %d batches scanned", s.Recovered, s.RecoveredBatches)
+	}
+	hits := 0
+	for i := range n {
+		k := fmt.Appendf(nil, "k%d", i)
+		if v, ok := e.Get(k, nil); ok {
+			hits++
+			if !bytes.Equal(v, mval(k, 1, 16)) {
+				t.Fatalf("%s: wrong value", k)
+			}
+		}
+	}
+	if uint64(hits) != s.Recovered {
+		t.Fatalf("%d hits of %d recovered entries", hits, s.Recovered)
+	}
 }

@@ -19,6 +19,7 @@ var errNoCheckpoint = errors.New("disk: no checkpoint")
 // reclaimer and I/O worker has stopped, and every write has returned.
 func (e *Engine) writeCheckpoint() error {
 	t0 := time.Now()
+	e.makeCheckpointRoom()
 	c, err := e.snapshot()
 	if err != nil {
 		return err
@@ -58,6 +59,37 @@ func (e *Engine) writeCheckpoint() error {
 	e.opts.Logger.Info("disk: index checkpoint written", "entries", len(c.entries)/2, "hot_keys", len(c.hot),
 		"bytes", n, "regions", len(where), "took", time.Since(t0))
 	return nil
+}
+
+// ckptReclaimShare bounds the regions Close may reclaim to make room for
+// the checkpoint: one in ckptReclaimShare of the device's.
+var ckptReclaimShare = 16
+
+// makeCheckpointRoom reclaims the oldest regions (the reclaimers' own
+// pick, so the ones they would empty next anyway) while the clean ones
+// cannot hold the checkpoint: a device in steady state keeps only
+// CleanRegions clean, about 1 M entries' worth each at 16 MiB. It gives
+// up past one region in ckptReclaimShare; the checkpoint is then
+// skipped. The reclaimers have stopped and the gate is shut, so no entry
+// is reinserted. REQUIRES: as writeCheckpoint.
+func (e *Engine) makeCheckpointRoom() {
+	e.hotMu.Lock()
+	hot := len(e.hotOut)
+	e.hotMu.Unlock()
+	per := e.lay.regionSize - e.lay.blockSize
+	size := int64(ckptHeaderSize + e.lay.regionCount*ckptRegionRec + e.ix.len()*ckptEntryRec + hot*ckptHotRec)
+	need := int((size + per - 1) / per)
+	budget := max(e.lay.regionCount/ckptReclaimShare, 1)
+	if need > maxDescRegions(int(e.lay.blockSize)) || need-len(e.regions.clean) > budget {
+		return
+	}
+	s, n := newScan(e), 0
+	for len(e.regions.clean) < need && e.reclaimOne(s) {
+		n++
+	}
+	if n > 0 {
+		e.opts.Logger.Info("disk: close: reclaimed the oldest regions to hold the index checkpoint", "regions", n)
+	}
 }
 
 // snapshot collects what the checkpoint holds.
