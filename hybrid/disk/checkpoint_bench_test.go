@@ -15,7 +15,8 @@ import (
 // TestCheckpointStartTime (STRATA_CKPT_BENCH=1; STRATA_CKPT_ENTRIES,
 // default 1,000,000; STRATA_CKPT_VALUE bytes per value, default 100)
 // measures start to ready of an engine on an O_DIRECT file holding that
-// many entries: after a clean close
+// many entries (STRATA_CKPT_KEEP=path keeps the file there, closed
+// cleanly, for timing the binary's own start on it): after a clean close
 // (the checkpoint is loaded) and with no checkpoint, as after a SIGKILL
 // (the regions are scanned). Both starts must find every entry.
 func TestCheckpointStartTime(t *testing.T) {
@@ -24,6 +25,9 @@ func TestCheckpointStartTime(t *testing.T) {
 	}
 	n, vlen := envInt("STRATA_CKPT_ENTRIES", 1_000_000), envInt("STRATA_CKPT_VALUE", 100)
 	path := filepath.Join(t.TempDir(), "ckpt.cache")
+	if p := os.Getenv("STRATA_CKPT_KEEP"); p != "" {
+		path = p // kept, checkpointed, for timing the binary's start on it
+	}
 	size := alignUp(int64(n)*int64(vlen+160)+256<<20, 1<<20)
 	dev, err := blockdev.Open(path, blockdev.Options{Size: size})
 	if err != nil {
@@ -52,6 +56,7 @@ func TestCheckpointStartTime(t *testing.T) {
 	dropCheckpoint(t, dev) // what a SIGKILL after the start leaves: no descriptor
 	e = openTimed(t, dev, o, n, "start after a crash (scan)")
 	closeTimed(t, e, "clean close")
+	t.Logf("device: %s, %d bytes", path, size)
 }
 
 func envInt(name string, def int) int {

@@ -86,7 +86,7 @@ func (e *Engine) readCheckpoint(d *ckptDesc) (*checkpoint, error) {
 	switch {
 	case d.instance != e.inst:
 		return nil, fmt.Errorf("%w: checkpoint of instance %#x, device is %#x", ErrCorrupt, d.instance, e.inst)
-	case d.length < ckptHeaderSize || d.length > uint64(len(d.regions))*uint64(per):
+	case d.length < ckptHeaderSize || d.length > uint64(len(d.regions))*uint64(per) || d.length > e.maxCheckpoint():
 		return nil, fmt.Errorf("%w: checkpoint length %d for %d regions", ErrCorrupt, d.length, len(d.regions))
 	}
 	buf := blockdev.AlignedBuffer(int(alignUp(int64(d.length), bs)), int(bs))
@@ -116,6 +116,14 @@ func (e *Engine) readCheckpoint(d *ckptDesc) (*checkpoint, error) {
 		}
 	}
 	return c, nil
+}
+
+// maxCheckpoint is the longest checkpoint this device can have: every
+// region full of the smallest entries, each also a hot key. A longer
+// one is refused before anything is allocated for it.
+func (e *Engine) maxCheckpoint() uint64 {
+	entries := uint64(e.lay.regionCount) * uint64(e.lay.regionSize) / (entryHeaderSize + indexRecordSize)
+	return ckptHeaderSize + uint64(e.lay.regionCount)*ckptRegionRec + entries*(ckptEntryRec+ckptHotRec)
 }
 
 // errStale: the device changed after the checkpoint was written.

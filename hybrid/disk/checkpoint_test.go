@@ -76,6 +76,17 @@ func TestCheckpoint(t *testing.T) {
 			d, _, _ := parseDesc(superblockBlocks(t, dev))
 			flipByte(t, dev, e.lay.regionBase(d.regions[0])+e.lay.blockSize+ckptHeaderSize+100, 0x01)
 		}},
+		{name: "descriptor names an absurd length", ver: 1, damage: func(t *testing.T, dev *blockdev.MemDevice, _ *Engine) {
+			sb := superblockBlocks(t, dev)
+			bs := dev.BlockSize()
+			d, _, _ := parseDesc(sb[:bs])
+			d.length = 1 << 50
+			putDesc(sb[:bs], &d)
+			putDesc(sb[bs:], &d)
+			if _, err := dev.WriteAt(sb, 0); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "descriptor dropped (a crash after a start)", ver: 1, damage: func(t *testing.T, dev *blockdev.MemDevice, _ *Engine) {
 			dropCheckpoint(t, dev)
 		}},

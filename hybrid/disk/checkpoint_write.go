@@ -133,5 +133,8 @@ func (e *Engine) snapshot() (*checkpoint, error) {
 	e.hotMu.Lock()
 	c.hot = e.hotOut
 	e.hotMu.Unlock()
+	if n := len(c.entries) / 2; len(c.hot) > n { // more hot keys than entries: the rest are not on disk
+		c.hot = c.hot[:n]
+	}
 	return c, nil
 }
