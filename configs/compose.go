@@ -168,6 +168,8 @@ func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 		},
 		WritePolicy: hybrid.WritePolicy(c.Cache.WritePolicy),
 		Promotion:   c.Cache.promotion(),
+		WarmBytes:   c.Cache.WarmBytes.Bytes(),
+		WarmRate:    c.Cache.WarmRate.Bytes(),
 	}
 }
 

@@ -72,6 +72,10 @@ type Cache struct {
 	Promotion     string `yaml:"promotion"`       // when: second-hit | first-hit | never; default second-hit
 	SliceSize     Size   `yaml:"slice_size"`      // bodies larger than this are stored in slices; default 1MiB
 	MaxObjectSize Size   `yaml:"max_object_size"` // larger bodies pass through uncached; default 256MiB
+	// After a clean stop, the memory tier's keys are read back from disk
+	// in the background: at most WarmBytes, at WarmRate bytes a second.
+	WarmBytes Size `yaml:"warm_bytes"` // default three quarters of memory.capacity
+	WarmRate  Size `yaml:"warm_rate"`  // bytes per second; default 64MiB
 }
 
 // Memory is the memory tier.

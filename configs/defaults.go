@@ -138,6 +138,7 @@ func (c *Cache) ensureDefaults() {
 	}
 	setSize(&c.SliceSize, DefaultSliceSize)
 	setSize(&c.MaxObjectSize, DefaultMaxObjectSize)
+	setSize(&c.WarmRate, hybrid.DefaultWarmRate)
 }
 
 func (h *HTTP) ensureDefaults() {

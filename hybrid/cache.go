@@ -56,6 +56,7 @@ type Cache struct {
 	disks  *devices // nil: memory only
 	fetch  *fetchGroup
 	promo  *promoteFilter // PromoteSecondHit's doorkeeper
+	warm   *warmer        // the hot set's read-back after Open; nil if none
 	closed atomic.Bool
 	c      cacheCounters
 }
@@ -99,6 +100,7 @@ func Open(opts Options) (*Cache, error) {
 		return nil, err
 	}
 	c.mem = m
+	c.startWarm()
 	return c, nil
 }
 
@@ -274,9 +276,10 @@ func (c *Cache) refetch(key []byte, fetch FetchFunc) fetchFunc {
 	}
 }
 
-// Close stops fetches, flushes and closes the disk tier (its engines and
-// devices, concurrently), and releases the memory tier. Entries only in
-// memory are not written to disk. A device that does not answer holds
+// Close stops the hot set's warm-up and fetches, flushes and closes the
+// disk tier (its engines, each writing its index checkpoint, and devices,
+// concurrently), and releases the memory tier. Entries only in memory are
+// not written to disk unless WriteDown ran first. A device that does not answer holds
 // Close at most a second past ctx (see disk.Engine.Close); it is then left
 // open, and the error wraps ErrDeviceTimeout. REQUIRES: no other call in
 // flight.
@@ -284,6 +287,7 @@ func (c *Cache) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
+	c.stopWarm()
 	var errs []error
 	if err := c.fetch.close(ctx); err != nil {
 		errs = append(errs, err)

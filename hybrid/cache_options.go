@@ -29,6 +29,7 @@ const (
 const (
 	DefaultWritePolicy = WriteOnEviction
 	DefaultPromotion   = PromoteSecondHit
+	DefaultWarmRate    = 64 << 20
 )
 
 // Options configure a Cache. The zero value plus EnsureDefaults is a
@@ -63,6 +64,14 @@ type Options struct {
 	// FetchTimeout bounds one GetOrFetch fetch, which runs on a context of
 	// its own. Default 30s.
 	FetchTimeout time.Duration
+	// WarmBytes bounds the key+value bytes Open reads back into the
+	// memory tier, in the background, from the hot set the last clean
+	// stop recorded (warm.go). Default three quarters of the memory
+	// tier's capacity; negative: no warm-up.
+	WarmBytes int64
+	// WarmRate bounds that read-back in bytes per second. Default
+	// DefaultWarmRate (64 MiB/s).
+	WarmRate int64
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -79,6 +88,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Promotion == "" {
 		o.Promotion = DefaultPromotion
+	}
+	if o.WarmBytes == 0 {
+		o.WarmBytes = o.Memory.Capacity / 4 * 3
+	}
+	if o.WarmRate == 0 {
+		o.WarmRate = DefaultWarmRate
 	}
 	return o
 }
@@ -114,6 +129,9 @@ func (o *Options) Validate() error {
 	case PromoteSecondHit, PromoteFirstHit, PromoteNever:
 	default:
 		errs = append(errs, fmt.Errorf("%w: promotion %q not second-hit|first-hit|never", ErrOptions, o.Promotion))
+	}
+	if o.WarmRate < 0 {
+		errs = append(errs, fmt.Errorf("%w: warm rate %d is negative", ErrOptions, o.WarmRate))
 	}
 	if o.FetchTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: fetch_timeout %v is negative", ErrOptions, o.FetchTimeout))

@@ -8,7 +8,11 @@
 // WriteOnEviction an entry reaches the disk when memory evicts it, through
 // admission (package admission), under WriteOnInsertion at once as well.
 // GetOrFetch runs one fetch per key however many callers miss it at the
-// same time. Options composes memory.Options and disk.Options; Stats joins
+// same time. A stop keeps the memory tier: WriteDown writes what only
+// memory holds to disk, hottest first, and records the memory tier's keys;
+// Close then has each engine write its index checkpoint, and the next
+// Open reads those keys back into memory in the background (warm.go).
+// Options composes memory.Options and disk.Options; Stats joins
 // both tiers' counters. ErrCorrupt is the disk engine's corruption
 // sentinel, so errors.Is matches it through either package.
 package hybrid

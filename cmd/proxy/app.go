@@ -265,7 +265,8 @@ func (a *app) shutdown() error {
 		step("close proxy (fills)", deadline, a.proxy.Close)
 	}
 	if a.cache != nil {
-		step("close cache (flush, sync, close device)", deadline, a.cache.Close)
+		step("write memory tier to disk", writeDownBy(deadline), a.writeDown)
+		step("close cache (flush, checkpoint, sync, close device)", deadline, a.cache.Close)
 	}
 	if a.clock != nil {
 		step("stop admission clock", time.Now().Add(time.Second), a.clock.Close)

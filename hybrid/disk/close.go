@@ -10,7 +10,10 @@ import (
 )
 
 // Close stops accepting operations, writes everything queued, waits for
-// the writes, stops every goroutine it started and syncs the device. If
+// the writes, stops every goroutine it started, writes the index
+// checkpoint (checkpoint_write.go; not when ctx ended first, the device
+// failed or recovery is none: the next Open then scans) and syncs the
+// device. If
 // ctx ends first, queued entries not yet in a buffer are dropped (counted)
 // and Close returns ctx's error once the goroutines have stopped. The
 // device stays open.
@@ -43,6 +46,13 @@ func (e *Engine) close(ctx context.Context) error {
 	close(e.stopReclaim)
 	c.wait("reclaimers and prober", e.wg.Wait)
 	c.wait("I/O workers", e.rt.stop)
+	if len(c.stuck) == 0 && c.expired == nil && e.opts.Recovery != RecoveryNone {
+		c.wait("checkpoint", func() {
+			if err := e.writeCheckpoint(); err != nil {
+				e.opts.Logger.Warn("disk: close: no index checkpoint; the next start scans the regions", "reason", err)
+			}
+		})
+	}
 	var serr error
 	synced := c.wait("sync", func() { serr = e.dev.Sync() })
 	switch {

@@ -61,6 +61,7 @@ func twoBatches(t *testing.T) (dev *blockdev.MemDevice, entryOff int64, a3 testB
 		t.Fatalf("want a3 in a batch followed by another, got %d batches", len(all))
 	}
 	closeT(t, e)
+	dropCheckpoint(t, dev) // these tests are of the scan
 	return dev, entryOff, a3, all
 }
 

@@ -36,6 +36,21 @@
 //	  6 u16 key length    8 u32 value length  12 u32 crc32c(header with
 //	    this field zero + key + value)  16 u64 key hash  24 u64 sequence
 //	 32 i64 expiry (unix ns, 0 = never)
+//
+//	checkpoint descriptor (optional; in each superblock copy's block at
+//	byte 64, where a superblock write leaves zeros and older engines
+//	never read)
+//	  0 u64 magic "STRACKD1"  8 u64 instance id  16 u64 checkpoint length
+//	 24 u32 checkpoint crc32c  28 u32 region count n  32 u32 zero
+//	 36 u32 crc32c(0..32 + region list)  40 n × u32 region ids
+//	checkpoint (written from the second block of those regions, in list
+//	order, each holding regionSize − B bytes of it)
+//	  0 u64 magic "STRACKP1"  8 u64 instance id  16 u64 last entry sequence
+//	 24 u64 next region sequence  32 u32 regions  36 u32 entries
+//	 40 u32 hot keys  44 u32 zero  48 u64 length  56 u32 crc32c(0..56 +
+//	    body)  60 u32 zero
+//	 body: per region u64 sequence (0 = clean) u32 tombstones u32 zero;
+//	       per entry u64 key hash u64 index value; per hot key u64 hash
 package disk
 
 // Design notes of the disk engine, kept with the source rather than in
@@ -174,10 +189,33 @@ package disk
 //
 // A crash loses what sat in the queue and the two buffers per flusher.
 // Entries whose write failed are dropped and their keys hidden, with
-// tombstones (see Write path). There is no index checkpoint on clean
-// Close: a clean restart scans index pages like a crashed one (0.4 s for
-// 4 GiB of 16 KiB entries, see Figures), which has not been worth a second
-// format.
+// tombstones (see Write path).
+//
+// # Checkpoint
+//
+// A clean Close, once every write has returned, writes the index, each
+// region's sequence and tombstone count, and the hot set (hot.go) as one
+// checksummed checkpoint into clean regions, from their second block, so
+// their headers stay zero and a scan still sees them clean; it syncs,
+// then writes both superblock copies again with a descriptor naming
+// those regions. A device in steady state keeps only CleanRegions clean
+// (16 bytes an entry: about 1 M entries a 16 MiB region), so Close first
+// reclaims the oldest regions, the ones the reclaimers would empty next,
+// while the clean ones are too few, up to one region in 16; past that,
+// or past the descriptor's region list, it writes none. Open reads the descriptor with the superblock and
+// clears it (rewrites both copies) before anything else is written; then
+// it reads the checkpoint, checks its checksum, instance and geometry,
+// reads every region header (RecoveryConcurrency at a time, one block
+// each) and compares it with the checkpoint's sequence for that region,
+// and checks every index value points into a region with data. Any
+// failure logs why and scans. The header check is what proves the
+// checkpoint is newer than the last write even when an engine that
+// ignores checkpoints (an older strata) opened the device in between:
+// every write lands in a region taken clean under a new sequence, and
+// reclaim zeroes a header. Strict recovery always scans (it reads every
+// entry). Measured (TestCheckpointStartTime, O_DIRECT file, 1 M entries,
+// shared 2-vCPU VM): 100-byte values 0.25 s against 0.56 s scanned;
+// 4,000-byte values (4 GiB) 0.43 s against 1.24 s.
 //
 // # Reads and runtimes
 //

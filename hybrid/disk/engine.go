@@ -23,6 +23,11 @@ type Engine struct {
 	opts    Options
 	lay     layout
 	inst    uint64 // instance id from the superblock
+	sb      superblock
+	desc    *ckptDesc // the checkpoint descriptor found at open, if any
+	hotMu   sync.Mutex
+	hotIn   []uint64 // hot set the checkpoint brought back (HotSet)
+	hotOut  []uint64 // hot set for the checkpoint Close writes (SetHotSet)
 	ix      *index
 	pending *pending
 	regions *regions
@@ -100,7 +105,7 @@ func Open(dev blockdev.Device, opts Options) (*Engine, error) {
 // hides any older value of the key, so a Get never returns a value older
 // than the newest Insert.
 func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
-	return e.insert(key, value, len(value), expiry, nil, false)
+	return e.insert(key, value, len(value), expiry, nil, insertNow)
 }
 
 // InsertFrom is Insert for a value of vlen bytes that the caller has not
@@ -112,8 +117,22 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 // admission refuses is never copied, and one it admits is copied once,
 // from the memory tier's blocks straight into the write queue.
 func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
-	return e.insert(key, nil, vlen, expiry, fill, false)
+	return e.insert(key, nil, vlen, expiry, fill, insertNow)
 }
+
+// WriteDown is InsertFrom without admission, for the one-off write of the
+// memory tier at stop: admission's rate limit guards the device's
+// endurance in steady state, while a write-down is bounded by its caller's
+// deadline instead. It still drops (false) an entry over the queue bound,
+// too large, expired, or with the disk out of service: a caller that can
+// wait paces itself on WriteRoom first.
+func (e *Engine) WriteDown(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
+	return e.insert(key, nil, vlen, expiry, fill, insertForced)
+}
+
+// EntrySize is the bytes an entry of the given key and value lengths
+// takes in the write queue (and on the device, before batch overhead).
+func EntrySize(klen, vlen int) int { return entrySize(klen, vlen) }
 
 // InsertFromLater and Kick are the write-on-eviction handshake: the
 // memory tier's eviction hook offers each evicted entry with
@@ -135,7 +154,7 @@ func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(ds
 //   - the flusher of a queued entry may not be woken before the next
 //     Kick: its caller owes one.
 func (e *Engine) InsertFromLater(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
-	return e.insert(key, nil, vlen, expiry, fill, true)
+	return e.insert(key, nil, vlen, expiry, fill, insertLater)
 }
 
 // Kick wakes the flushers that InsertFromLater left waiting. It never
@@ -148,9 +167,18 @@ func (e *Engine) Kick() {
 	}
 }
 
-// insert is Insert (fill nil: value holds vlen bytes) and InsertFrom; later
-// defers the flusher's wake-up to Kick.
-func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int, later bool) bool {
+// insertMode says how insert queues an entry.
+type insertMode uint8
+
+const (
+	insertNow    insertMode = iota // wake the flusher
+	insertLater                    // leave the wake-up to Kick
+	insertForced                   // skip admission, wake the flusher (WriteDown)
+)
+
+// insert is Insert (fill nil: value holds vlen bytes), InsertFrom,
+// InsertFromLater and WriteDown, as mode says.
+func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func([]byte) int, mode insertMode) bool {
 	h := xxhash.Sum64(key)
 	if !e.gate.enter(h) {
 		return false
@@ -169,7 +197,7 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 		e.c.dropExpired.Add(1)
 	case e.health.down():
 		e.c.dropOffline.Add(1)
-	case e.opts.Admission != nil && !e.admit(h, size):
+	case e.opts.Admission != nil && mode != insertForced && !e.admit(h, size):
 		e.c.dropAdmission.Add(1)
 	case e.queued.Add(int64(size)) > e.opts.QueueBytes:
 		e.queued.Add(-int64(size))
@@ -186,7 +214,7 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 			e.c.dropFill.Add(1)
 			break
 		}
-		e.submit(it, later)
+		e.submit(it, mode == insertLater)
 		return true
 	}
 	e.hide(h)

@@ -27,6 +27,13 @@ func (e *Engine) recover() error {
 		}
 		return nil
 	}
+	if e.desc != nil && e.opts.Recovery != RecoveryStrict { // strict reads every entry: it scans
+		err := e.loadCheckpoint(e.desc)
+		if err == nil {
+			return nil
+		}
+		e.opts.Logger.Warn("disk: index checkpoint not used; scanning the regions", "reason", err)
+	}
 	return e.rebuild()
 }
 
@@ -47,7 +54,7 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 	}
 	var good []int
 	var sb superblock
-	corrupt := false
+	corrupt, hadDesc := false, false
 	for i := range superblockCopies {
 		s, err := parseSuperblock(buf[i*bs:])
 		switch {
@@ -56,6 +63,7 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 				sb = s
 			}
 			good = append(good, i)
+			hadDesc = e.takeDesc(buf[i*bs:(i+1)*bs]) || hadDesc
 		case errors.Is(err, ErrCorrupt):
 			corrupt = true
 		}
@@ -75,10 +83,15 @@ func (e *Engine) openSuperblock() (fresh bool, err error) {
 		e.opts.Logger.Warn("disk: device layout changed; formatting", "old", fmt.Sprintf("%+v", sb2), "new", fmt.Sprintf("%+v", want))
 		return true, e.format(want)
 	}
-	e.inst = sb.instance
-	if len(good) < superblockCopies {
+	e.inst, e.sb = sb.instance, sb
+	switch {
+	case len(good) < superblockCopies:
 		e.opts.Logger.Warn("disk: one superblock copy damaged; rewriting it")
-		return false, e.writeSuperblock(&sb)
+		return false, e.writeSuperblock(&sb, nil)
+	case hadDesc:
+		// The checkpoint is read once: cleared before anything else is
+		// written, so a crash from here on scans (see loadCheckpoint).
+		return false, e.writeSuperblock(&sb, nil)
 	}
 	return false, nil
 }
@@ -95,8 +108,8 @@ func (e *Engine) format(s superblock) error {
 	}
 	s.instance = rand.Uint64() | 1
 	s.created = time.Now().UnixNano()
-	e.inst = s.instance
-	return e.writeSuperblock(&s)
+	e.inst, e.sb, e.desc = s.instance, s, nil
+	return e.writeSuperblock(&s, nil)
 }
 
 // wipeHeaders zeroes both superblock copies, syncs, zeroes the first
@@ -122,11 +135,16 @@ func (e *Engine) wipeHeaders() error {
 }
 
 // writeSuperblock writes copy 0, syncs, then copy 1, so a torn write
-// damages at most one copy.
-func (e *Engine) writeSuperblock(s *superblock) error {
+// damages at most one copy. With d the block carries a checkpoint
+// descriptor after the superblock; without, that space is zero, so every
+// rewrite of the superblock drops a checkpoint.
+func (e *Engine) writeSuperblock(s *superblock, d *ckptDesc) error {
 	bs := int(e.lay.blockSize)
 	buf := blockdev.AlignedBuffer(bs, bs)
 	putSuperblock(buf, s)
+	if d != nil {
+		putDesc(buf, d)
+	}
 	for i := range superblockCopies {
 		if _, err := e.dev.WriteAt(buf, int64(i*bs)); err != nil {
 			return fmt.Errorf("disk: write superblock: %w", err)

@@ -32,13 +32,20 @@ const splitMin = 4 << 10
 // entry's charge exceeds a quarter of a shard's share (Capacity/Shards),
 // when expiry has already passed, or after Close.
 func (m *Cache) Set(key, value []byte, expiry time.Time) bool {
+	return m.set(key, value, expiry, storeDirty)
+}
+
+// set stores as mode says and counts the outcome; a clean entry not
+// stored is not counted as refused (store counts the refusals it means).
+func (m *Cache) set(key, value []byte, expiry time.Time, mode storeMode) bool {
 	h := m.hash(key)
 	s := m.shard(h)
-	ok := s.store(h, key, value, expiryOf(expiry), false)
+	ok := s.store(h, key, value, expiryOf(expiry), mode)
 	runtime.KeepAlive(m) // store writes the arena unlocked; the cleanup unmaps it
-	if ok {
+	switch {
+	case ok:
 		s.sets.Add(1)
-	} else {
+	case mode == storeDirty:
 		s.refused.Add(1)
 	}
 	return ok
@@ -50,15 +57,26 @@ func (m *Cache) Set(key, value []byte, expiry time.Time) bool {
 // It reports whether it stored the entry. The hybrid Cache promotes disk
 // hits with it: a promotion never replaces a newer value set meanwhile.
 func (m *Cache) SetClean(key, value []byte, expiry time.Time) bool {
-	h := m.hash(key)
-	s := m.shard(h)
-	ok := s.store(h, key, value, expiryOf(expiry), true)
-	runtime.KeepAlive(m)
-	if ok {
-		s.sets.Add(1)
-	}
-	return ok
+	return m.set(key, value, expiry, storeClean)
 }
+
+// SetWarm is SetClean for an entry known to be hot: one the memory tier
+// held before a restart, read back from the disk. Under S3-FIFO it joins
+// the main queue, as a key the ghost queue remembers does, so a warm-up
+// larger than the small queue is not evicted again by its own later
+// entries before any client asks for them.
+func (m *Cache) SetWarm(key, value []byte, expiry time.Time) bool {
+	return m.set(key, value, expiry, storeWarm)
+}
+
+// storeMode says what kind of entry store writes.
+type storeMode uint8
+
+const (
+	storeDirty storeMode = iota // Set
+	storeClean                  // SetClean: a lower tier's copy, only if none is live
+	storeWarm                   // SetWarm: SetClean, into the main queue
+)
 
 func expiryOf(t time.Time) int64 {
 	if t.IsZero() {
@@ -67,10 +85,10 @@ func expiryOf(t time.Time) int64 {
 	return max(t.UnixNano(), 1)
 }
 
-// store is Set (clean false) or SetClean (clean true). A SetClean that
-// finds a live entry is not counted as refused.
-func (s *shard) store(h uint64, key, value []byte, exp int64, clean bool) bool {
-	n := len(key) + len(value)
+// store is Set, SetClean or SetWarm, as mode says. A SetClean that finds
+// a live entry is not counted as refused.
+func (s *shard) store(h uint64, key, value []byte, exp int64, mode storeMode) bool {
+	n, clean := len(key)+len(value), mode != storeDirty
 	s.lockW()
 	if s.closed || clean && s.live(h, key) {
 		s.unlockW()
@@ -85,7 +103,7 @@ func (s *shard) store(h uint64, key, value []byte, exp int64, clean bool) bool {
 		return false
 	}
 	if n < s.cfg.splitMin {
-		qi, freq := s.takeOld(h) // frees its room first
+		qi, freq := s.takeOld(h, mode) // frees its room first
 		r, ok := s.reserve(n)
 		if ok {
 			s.fill(r, key, value, exp)
@@ -115,7 +133,7 @@ func (s *shard) store(h uint64, key, value []byte, exp int64, clean bool) bool {
 		s.unreserve(r)
 		return false
 	}
-	qi, freq := s.takeOld(h)
+	qi, freq := s.takeOld(h, mode)
 	return s.publish(h, r, len(key), len(value), exp, clean, qi, freq)
 }
 
@@ -188,15 +206,17 @@ func (s *shard) fill(r resv, key, value []byte, exp int64) {
 
 // takeOld removes the live entry under h, if any, and returns the queue
 // and hit count a new entry under h starts with: under S3-FIFO the old
-// entry's, main for a ghost's hash, else the small queue.
+// entry's, main for a ghost's hash or a warm entry, else the small queue.
 // REQUIRES: write lock.
-func (s *shard) takeOld(h uint64) (qi uint8, freq uint32) {
+func (s *shard) takeOld(h uint64, mode storeMode) (qi uint8, freq uint32) {
 	if s.cfg.policy != s3fifo {
 		s.dropOld(h)
 		return qMain, 0
 	}
 	_, v, ok := s.index(h)
 	switch {
+	case !ok && mode == storeWarm:
+		return qMain, 0
 	case !ok:
 		return qSmall, 0
 	case v.ghost():
