@@ -52,6 +52,8 @@ type Origin struct {
 	// header_too_large), not retried. Each origin request in flight holds a
 	// read buffer this size. Default 64KiB.
 	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+	// S3 makes the origin a private S3-compatible bucket (s3.go).
+	S3 *S3 `yaml:"s3,omitempty"`
 }
 
 // OriginTimeouts bound the stages of an origin fetch. An elapsed connect

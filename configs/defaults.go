@@ -103,6 +103,9 @@ func (o *Origin) ensureDefaults() {
 	setDur(&o.Timeouts.Idle, DefaultIdleTimeout)
 	setInt(&o.MaxConns, DefaultOriginMaxConns)
 	setSize(&o.MaxHeaderBytes, DefaultOriginMaxHeader)
+	if o.S3 != nil {
+		o.S3.ensureDefaults()
+	}
 }
 
 func (c *Cache) ensureDefaults() {

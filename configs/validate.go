@@ -106,6 +106,9 @@ func (o *Origin) validate(ps *problems, f string) {
 	checkPositiveDur(ps, f+".timeouts.idle", o.Timeouts.Idle)
 	checkRange(ps, f+".max_conns", int64(o.MaxConns), 1, 1<<20)
 	checkRange(ps, f+".max_header_bytes", int64(o.MaxHeaderBytes), 4*KiB, MiB)
+	if o.S3 != nil {
+		o.S3.validate(ps, f+".s3")
+	}
 }
 
 func (c *Cache) validate(ps *problems) {

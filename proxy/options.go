@@ -62,6 +62,9 @@ type OriginOptions struct {
 	// streams. Default 64 KiB (fasthttp's own 4 KiB refused large CSP,
 	// cookie and object-store metadata headers); 4 KiB..1 MiB.
 	MaxHeaderBytes int
+	// S3, when set, makes the origin an S3-compatible bucket at URL (the
+	// endpoint): requests are signed, S3's errors handled (origin_s3.go).
+	S3 *S3Options
 }
 
 // Options configure a Server. The zero value plus one origin works after
@@ -250,6 +253,11 @@ func (o *Options) EnsureDefaults() {
 		setDefault(&oo.IdleTimeout, DefaultOriginIdleTimeout)
 		setDefault(&oo.MaxConns, DefaultOriginMaxConns)
 		setDefault(&oo.MaxHeaderBytes, DefaultOriginMaxHeaderBytes)
+		if oo.S3 != nil {
+			s3o := *oo.S3 // the caller's stays as it was
+			s3o.EnsureDefaults(o.Logger)
+			oo.S3 = &s3o
+		}
 	}
 	if len(o.Origins) == 1 {
 		o.Origins[0].Default = true
@@ -328,6 +336,11 @@ func (o *Options) validateOrigins() []error {
 		}
 		if oo.CAFile != "" && (err != nil || u.Scheme != "https") {
 			bad(i, "ca_file is for https origins")
+		}
+		if oo.S3 != nil {
+			if err := oo.S3.Validate(); err != nil {
+				bad(i, "%v", err)
+			}
 		}
 	}
 	if defaults > 1 {

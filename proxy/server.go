@@ -98,6 +98,9 @@ func New(store Store, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: store, router: r, m: m, purges: pu, loop: lp,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
+	if err := s.registerS3Metrics(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
 	s.bodies.init(opts.MaxStreamBytes)
 	s.joinAhead = max(fillJoinAhead, int64(opts.FillWindow)*int64(opts.SliceSize))
 	s.fills.init()
@@ -221,6 +224,11 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	o := s.router.pick(ctx.Request.Header.Host())
 	if o == nil {
 		s.fail(ctx, fasthttp.StatusMisdirectedRequest, "proxy: no origin for this host")
+		return
+	}
+	if o.s3 != nil && !ctx.IsGet() && !ctx.IsHead() {
+		s.fail(ctx, fasthttp.StatusMethodNotAllowed, "proxy: an s3 origin serves GET and HEAD only")
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
 		return
 	}
 	st := s.pool.Get().(*reqState)

@@ -1,0 +1,50 @@
+package proxy
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerS3Metrics exports the S3 origins' counters. They live on each
+// s3Origin (atomics: the request path touches no Prometheus object) and
+// are summed over the router's origins at scrape time.
+func (s *Server) registerS3Metrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	sum := func(field func(*s3Origin) *atomic.Uint64) func() float64 {
+		return func() float64 {
+			var n uint64
+			for _, o := range s.router.all {
+				if o.s3 != nil {
+					n += field(o.s3).Load()
+				}
+			}
+			return float64(n)
+		}
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_s3_throttled_total",
+			Help: "Answers of S3 origins asking strata to slow down or try again (503 SlowDown, 500 InternalError and kin), retried or not.",
+		}, sum(func(o *s3Origin) *atomic.Uint64 { return &o.throttled })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_s3_retries_total",
+			Help: "Requests to S3 origins sent again after a throttling answer.",
+		}, sum(func(o *s3Origin) *atomic.Uint64 { return &o.retries })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_s3_negative_answers_total",
+			Help: "404 NoSuchKey and 403 AccessDenied answers of S3 origins, turned into short-lived cacheable negative answers.",
+		}, sum(func(o *s3Origin) *atomic.Uint64 { return &o.negatives })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_s3_credential_errors_total",
+			Help: "Requests S3 origins refused for strata's credentials, clock or bucket settings (SignatureDoesNotMatch, RequestTimeTooSkewed, InvalidAccessKeyId, ...).",
+		}, sum(func(o *s3Origin) *atomic.Uint64 { return &o.credErrors })),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
