@@ -39,6 +39,7 @@ type strataOpts struct {
 	Dir    string   // working directory, holding the cache file; default t.TempDir()
 	Mem    string   // -mem; default 16MiB
 	Args   []string // more flags (override the defaults above when repeated)
+	Env    []string // added to the environment
 }
 
 // strata is a running strata process.
@@ -72,7 +73,7 @@ func startStrata(t testing.TB, o strataOpts) *strata {
 		args = append(args, "-config", path)
 	}
 	args = append(args, o.Args...)
-	p := startProcessOpts(t, procOpts{Wait: []string{"strata", "admin"}, Dir: o.Dir}, strataBin(t), args...)
+	p := startProcessOpts(t, procOpts{Wait: []string{"strata", "admin"}, Dir: o.Dir, Env: o.Env}, strataBin(t), args...)
 	return &strata{process: p, URL: p.URL("strata"), Admin: p.URL("admin"), Dir: o.Dir}
 }
 
