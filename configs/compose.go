@@ -197,6 +197,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		},
 		SliceSize:          int(c.Cache.SliceSize),
 		MaxObjectSize:      c.Cache.MaxObjectSize.Bytes(),
+		ReadAhead:          c.Cache.ReadAhead,
 		MaxHeaderBytes:     int(l.MaxHeaderBytes),
 		MaxRequestBodySize: int(l.MaxRequestBody),
 		MaxConns:           l.MaxConns,

@@ -73,6 +73,7 @@ type Cache struct {
 	Promotion     string `yaml:"promotion"`       // when: second-hit | first-hit | never; default second-hit
 	SliceSize     Size   `yaml:"slice_size"`      // bodies larger than this are stored in slices; default 1MiB
 	MaxObjectSize Size   `yaml:"max_object_size"` // larger bodies pass through uncached; default 256MiB
+	ReadAhead     int    `yaml:"read_ahead"`      // slices fetched ahead of a sequential reader; default 4; -1: none
 }
 
 // Memory is the memory tier.

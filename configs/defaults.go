@@ -41,6 +41,7 @@ const (
 	DefaultPromotion       = string(hybrid.DefaultPromotion)
 	DefaultSliceSize       = proxy.DefaultSliceSize
 	DefaultMaxObjectSize   = proxy.DefaultMaxObjectSize
+	DefaultReadAhead       = proxy.DefaultReadAhead
 	DefaultOriginMaxConns  = proxy.DefaultOriginMaxConns
 	DefaultOriginMaxHeader = proxy.DefaultOriginMaxHeaderBytes
 	DefaultConnectTimeout  = proxy.DefaultOriginConnectTimeout
@@ -139,6 +140,7 @@ func (c *Cache) ensureDefaults() {
 	}
 	setSize(&c.SliceSize, DefaultSliceSize)
 	setSize(&c.MaxObjectSize, DefaultMaxObjectSize)
+	setInt(&c.ReadAhead, DefaultReadAhead)
 }
 
 func (h *HTTP) ensureDefaults() {

@@ -121,6 +121,7 @@ func (c *Cache) validate(ps *problems) {
 		checkRange(ps, "cache.slice_size", int64(c.SliceSize), 4*KiB, int64(c.Disk.RegionSize)/2)
 	}
 	checkRange(ps, "cache.max_object_size", int64(c.MaxObjectSize), 0, 1<<62)
+	checkRange(ps, "cache.read_ahead", int64(c.ReadAhead), -1, 1024)
 }
 
 func (d *Disk) validate(ps *problems) {

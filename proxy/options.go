@@ -101,6 +101,10 @@ type Options struct {
 	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
 	// it is streamed to its client unshared and not stored. Default 64.
 	MaxLargeFills int
+	// ReadAhead is how many slices past the one a sequential reader of a
+	// sliced object reads are fetched ahead of it (readahead.go). Default
+	// 4; negative: none.
+	ReadAhead int
 	// MaxStreamBytes bounds the buffers of responses served from stored
 	// sliced bodies: each holds one slice buffer while it streams, plus,
 	// for an object without a strong validator, the slices it reads before
@@ -188,6 +192,7 @@ const (
 	DefaultFillWindow            = 4
 	DefaultMaxFills              = 1024
 	DefaultMaxLargeFills         = 64
+	DefaultReadAhead             = 4
 	DefaultMaxStreamBytes        = 256 << 20
 	DefaultStreamWait            = time.Second
 	DefaultMaxVariants           = 16
@@ -224,6 +229,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxStreamBytes, DefaultMaxStreamBytes)
 	setDefault(&o.StreamWait, DefaultStreamWait)
 	setDefault(&o.MaxLargeFills, DefaultMaxLargeFills)
+	setDefault(&o.ReadAhead, DefaultReadAhead)
 	setDefault(&o.MaxVariants, DefaultMaxVariants)
 	setDefault(&o.RevalidateKeep, DefaultRevalidateKeep)
 	setDefault(&o.StaleIfUnreachable, DefaultStaleIfUnreachable)

@@ -6,9 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// registerS3Metrics exports the S3 origins' counters. They live on each
-// s3Origin (atomics: the request path touches no Prometheus object) and
-// are summed over the router's origins at scrape time.
+// registerS3Metrics exports the S3 origins' counters and the read-ahead's.
+// They live on each s3Origin and the Server (atomics: the request path
+// touches no Prometheus object) and are summed over the router's origins
+// at scrape time.
 func (s *Server) registerS3Metrics(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
@@ -25,6 +26,10 @@ func (s *Server) registerS3Metrics(reg prometheus.Registerer) error {
 		}
 	}
 	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "strata_read_ahead_slices_total",
+			Help: "Slices fetched from origins ahead of clients reading large objects in order.",
+		}, func() float64 { return float64(s.readAheads.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "strata_s3_throttled_total",
 			Help: "Answers of S3 origins asking strata to slow down or try again (503 SlowDown, 500 InternalError and kin), retried or not.",

@@ -171,6 +171,7 @@ func (r *sliceSource) prepare(rs []byterange.Range) error {
 	if err := r.load(i, end); err != nil {
 		return err
 	}
+	r.readAhead(-1, i, end, rs[0].Start == int64(i)*int64(r.obj.SliceSize)) // readahead.go
 	if r.sf != nil && r.sf.digests {
 		// The answer's headers prove nothing without a validator: wait
 		// for the slice's bytes to match its digest.
@@ -279,7 +280,12 @@ func (r *sliceSource) lend(off, end int64) ([]byte, error) {
 // seek makes the slice holding off readable.
 func (r *sliceSource) seek(off, end int64) error {
 	if idx := int(off / int64(r.obj.SliceSize)); idx != r.idx {
-		return r.load(idx, end)
+		prev := r.idx
+		if err := r.load(idx, end); err != nil {
+			return err
+		}
+		r.readAhead(prev, idx, end, prev < 0 && off == int64(idx)*int64(r.obj.SliceSize)) // readahead.go
+		return nil
 	}
 	return nil
 }

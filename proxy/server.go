@@ -31,7 +31,10 @@ type Server struct {
 	fetches fetchMap // slice fetches in flight (Range requests, partial caching)
 	vlocks  variantLocks
 	nfills  atomic.Int64
-	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
+	// readAheads counts slices fetched ahead of sequential readers
+	// (readahead.go).
+	readAheads atomic.Uint64
+	nlarge     atomic.Int64 // fills of large bodies (MaxLargeFills)
 	// joinAhead: a Range request whose first byte is further than this
 	// past what a whole-object fill has received is passed to the origin
 	// rather than made to wait for the fill (serveFillRanged).
