@@ -156,7 +156,8 @@ type countingProxy struct {
 	mu       sync.Mutex
 	paths    map[string]int
 	total    atomic.Int64
-	statuses sync.Map // int -> *atomic.Int64
+	bytes    atomic.Int64 // response body bytes passed on
+	statuses sync.Map     // int -> *atomic.Int64
 }
 
 func startCountingProxy(t testing.TB, target string) *countingProxy {
@@ -168,6 +169,7 @@ func startCountingProxy(t testing.TB, target string) *countingProxy {
 	rp.ModifyResponse = func(r *http.Response) error {
 		v, _ := cp.statuses.LoadOrStore(r.StatusCode, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
+		r.Body = &countingBody{ReadCloser: r.Body, n: &cp.bytes}
 		return nil
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -208,4 +210,15 @@ func s3StrataConfig(endpoint, extra string) string {
       bucket: %s
       region: %s
 %s`, endpoint, s3Bucket, s3Region, extra)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
