@@ -112,16 +112,24 @@ func TestS3LargeObject(t *testing.T) {
 	report("bucket, direct", ttfb, total, sum, n)
 
 	cfg := s3StrataConfig("%s", "      access_key_id: "+s3Key+"\n      secret_access_key: "+s3Secret+"\n") +
-		"cache:\n  max_object_size: 4GiB\n  read_ahead: %d\n"
+		"cache:\n  max_object_size: %s\n  read_ahead: %d\n"
+	opaque := string(s3.AppendEscaped([]byte("/"), []byte(key)))
+	{
+		// What the hops cost without storing: the object is over
+		// max_object_size, so strata streams it through.
+		cp := startCountingProxy(t, vgw)
+		st := startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, "1MiB", 4), Mem: "256MiB"})
+		ttfb, total, sum, n = timedGet(t, st.URL, opaque, false)
+		report("strata, streamed through uncached", ttfb, total, sum, n)
+	}
 	for _, ra := range []int{4, -1} {
 		cp := startCountingProxy(t, vgw)
-		st := startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, ra), Mem: "256MiB", Args: []string{"-cache-size", "2GiB"}})
-		opaque := string(s3.AppendEscaped([]byte("/"), []byte(key)))
+		st := startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, "4GiB", ra), Mem: "256MiB", Args: []string{"-cache-size", "2GiB"}})
 		if ra > 0 {
 			ttfb, total, sum, n = timedGet(t, st.URL, opaque, false)
 			report("strata cold, whole GET", ttfb, total, sum, n)
 			cp.bytes.Store(0)
-			st = startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, ra), Mem: "256MiB", Args: []string{"-cache-size", "2GiB"}})
+			st = startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, "4GiB", ra), Mem: "256MiB", Args: []string{"-cache-size", "2GiB"}})
 		}
 		// In order, 8 MiB at a time, as a player or an edge reads.
 		h := sha256.New()

@@ -48,6 +48,11 @@ func (r *sliceSource) readAhead(prev, idx int, end int64, aligned bool) {
 		if r.stored(j) {
 			continue
 		}
+		if cur := s.fetches.join(r.key, j, nil); cur != nil { // in flight already
+			j = max(j, cur.last)
+			cur.release()
+			continue
+		}
 		if s.nfills.Load() >= int64(s.opts.MaxLargeFills) {
 			return
 		}
@@ -58,7 +63,7 @@ func (r *sliceSource) readAhead(prev, idx int, end int64, aligned bool) {
 			continue // stored meanwhile
 		}
 		if sf.first == j {
-			s.readAheads.Add(uint64(sf.last - sf.first + 1))
+			s.readAheads.Add(uint64(sf.last - sf.first + 1)) // (a fetch that won a race by a hair counts too)
 		}
 		j = max(j, sf.last)
 		sf.release()
