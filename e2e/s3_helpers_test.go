@@ -156,8 +156,9 @@ type countingProxy struct {
 	mu       sync.Mutex
 	paths    map[string]int
 	total    atomic.Int64
-	bytes    atomic.Int64 // response body bytes passed on
-	statuses sync.Map     // int -> *atomic.Int64
+	bytes    atomic.Int64  // response body bytes passed on
+	delay    time.Duration // added before each request is forwarded: a far bucket's first-byte time
+	statuses sync.Map      // int -> *atomic.Int64
 }
 
 func startCountingProxy(t testing.TB, target string) *countingProxy {
@@ -177,6 +178,9 @@ func startCountingProxy(t testing.TB, target string) *countingProxy {
 		cp.mu.Lock()
 		cp.paths[r.Method+" "+r.URL.EscapedPath()]++
 		cp.mu.Unlock()
+		if cp.delay > 0 {
+			time.Sleep(cp.delay)
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)

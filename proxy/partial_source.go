@@ -88,6 +88,7 @@ type sliceSource struct {
 	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases    []leasedSlice
 	leasedN   int64 // bytes charged to Server.bodies for leases
+	ahead     bool  // read ahead past the range's end (readahead.go)
 }
 
 // leasedSlice is a slice read before the status line: buf is its slab,
@@ -102,7 +103,7 @@ type leasedSlice struct {
 // template (built now or on first use) is owned by r from now on; with no
 // origin (fr.o nil) nothing is fetched.
 func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
-	r.s, r.idx, r.data, r.sf = s, -1, nil, nil
+	r.s, r.idx, r.data, r.sf, r.ahead = s, -1, nil, nil, false
 	r.key = append(r.key[:0], key...)
 	r.rec = appendObject(r.rec[:0], o)
 	r.fr = fr

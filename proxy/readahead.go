@@ -28,16 +28,19 @@ package proxy
 // the slice r had loaded before idx (-1 none), end the end of the range
 // being read; aligned says the request's range starts at idx's first
 // byte. Within one request (prev == idx-1) it reads ahead no further
-// than end; across requests, a request starting where a slice starts
-// after a stored slice, it reads ahead past end: the next request's.
+// than end; a request starting where a slice starts after a stored slice
+// (one of a series in order) reads ahead past end, from its first slice
+// to its last, so that the next request's first slices are on their way.
 func (r *sliceSource) readAhead(prev, idx int, end int64, aligned bool) {
 	s := r.s
 	if s.opts.ReadAhead <= 0 || !r.fetchable || !hasValidator(&r.obj) || s.closed.Load() {
 		return
 	}
 	limit := r.obj.slices() - 1 // the last slice a fetch may ask for
-	beyond := aligned && idx > 0 && r.stored(idx-1)
-	if !beyond {
+	if aligned && idx > 0 && r.stored(idx-1) {
+		r.ahead = true // for the rest of this request too
+	}
+	if !r.ahead {
 		if prev != idx-1 {
 			return
 		}

@@ -60,6 +60,9 @@ func TestReadAhead(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			}
+			// The origin's last Write may return after the client has
+			// its bytes.
+			waitFor(t, func() bool { return sent.Load() >= int64(len(body)) })
 			got := sent.Load()
 			t.Logf("read-ahead %d: %d of %d requests waited for the origin; origin sent %d bytes for %d read (%.3fx); read ahead %d slices",
 				tc.readAhead, waited, slices, got, len(body), float64(got)/float64(len(body)), p.srv.readAheads.Load())
