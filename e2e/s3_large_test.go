@@ -126,7 +126,9 @@ func TestS3LargeObject(t *testing.T) {
 	// STRATA_S3_LATENCY (a Go duration) delays every bucket request, as
 	// a bucket across a network would (S3's first byte: tens of ms).
 	delay, _ := time.ParseDuration(os.Getenv("STRATA_S3_LATENCY"))
-	for _, ra := range []int{-1, 4} {
+	ahead := 4 // STRATA_S3_READ_AHEAD: cache.read_ahead for the second run
+	fmt.Sscan(os.Getenv("STRATA_S3_READ_AHEAD"), &ahead)
+	for _, ra := range []int{-1, ahead} {
 		cp := startCountingProxy(t, vgw)
 		cp.delay = delay
 		st := startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, "4GiB", ra), Mem: "256MiB", Args: []string{"-cache-size", "2GiB"}})
