@@ -302,8 +302,11 @@ func TestS3Throttled(t *testing.T) {
 	retries := metric(t, st.Admin, "strata_s3_retries_total") - retries0
 	throttled := metric(t, st.Admin, "strata_s3_throttled_total") - throttled0
 	misses := float64(bucket) - retries // first tries: one per miss or revalidation
-	t.Logf("%d ok, %d errors; bucket requests %d (503: %d), throttled %v, retries %v, misses %v",
-		ok, errs, bucket, cp.status(503), throttled, retries, misses)
+	t.Logf("%d ok, %d errors; bucket requests %d (503: %d, 304: %d), throttled %v, retries %v, misses %v",
+		ok, errs, bucket, cp.status(503), cp.status(304), throttled, retries, misses)
+	if cp.status(304) == 0 {
+		t.Errorf("no revalidation answered 304: S3's ETag did not validate the stored copies")
+	}
 	if throttled == 0 {
 		t.Errorf("versitygw never throttled: the test proves nothing")
 	}
