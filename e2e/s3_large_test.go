@@ -122,6 +122,11 @@ func TestS3LargeObject(t *testing.T) {
 		st := startStrata(t, strataOpts{Config: fmt.Sprintf(cfg, cp.Addr, "1MiB", 4), Mem: "256MiB"})
 		ttfb, total, sum, n = timedGet(t, st.URL, opaque, false)
 		report("strata, streamed through uncached", ttfb, total, sum, n)
+		// Stored in the memory tier only: no wait for disk write room.
+		memCfg := fmt.Sprintf(cfg, cp.Addr, "4GiB", 4) + "  memory:\n    capacity: 1536MiB\n  disk:\n    path: \"\"\n"
+		st = startStrata(t, strataOpts{Config: memCfg, Mem: "1536MiB", Args: []string{"-cache-path", ""}})
+		ttfb, total, sum, n = timedGet(t, st.URL, opaque, false)
+		report("strata cold, whole GET, memory only", ttfb, total, sum, n)
 	}
 	// STRATA_S3_LATENCY (a Go duration) delays every bucket request, as
 	// a bucket across a network would (S3's first byte: tens of ms).
