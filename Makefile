@@ -51,8 +51,19 @@ HAPROXY_INSTALL = command -v haproxy >/dev/null || \
 	(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy) || \
 	echo "haproxy could not be installed: the fleet e2e tests will skip"
 
+# versitygw (a real S3 API server that verifies SigV4) is the bucket of
+# e2e/s3_test.go; installed into GOBIN (or GOPATH/bin) with go install.
+# Where it cannot be (no network, no module proxy) those tests skip and
+# say so.
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW_INSTALL = command -v versitygw >/dev/null || test -x "$$($(GO) env GOBIN)/versitygw" || \
+	test -x "$$($(GO) env GOPATH | cut -d: -f1)/bin/versitygw" || \
+	$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) || \
+	echo "versitygw could not be installed: the S3 origin e2e tests will skip"
+
 test-unit:
 	@$(HAPROXY_INSTALL)
+	@$(VERSITYGW_INSTALL)
 	$(GO) test -tags invariants -count=1 $(PKGS)
 	cd bench && $(GO) test -count=1 ./...
 
@@ -61,6 +72,7 @@ test-race:
 
 e2e: build
 	@$(HAPROXY_INSTALL)
+	@$(VERSITYGW_INSTALL)
 	$(GO) test -count=1 $(E2E)
 
 # soak: SOAK_TIME (default 30m) of mixed load (misses, memory and disk

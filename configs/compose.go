@@ -201,6 +201,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		},
 		SliceSize:          int(c.Cache.SliceSize),
 		MaxObjectSize:      c.Cache.MaxObjectSize.Bytes(),
+		ReadAhead:          c.Cache.ReadAhead,
 		MaxHeaderBytes:     int(l.MaxHeaderBytes),
 		MaxRequestBodySize: int(l.MaxRequestBody),
 		MaxConns:           l.MaxConns,
@@ -225,7 +226,12 @@ func originOptions(ps *problems, i int, org Origin) proxy.OriginOptions {
 			ps.add(fmt.Sprintf("origins[%d].hosts[%d]", i, k), "host %q: the proxy routes by host name, ignoring the port: leave the port out", h)
 		}
 	}
+	var s3o *proxy.S3Options
+	if org.S3 != nil {
+		s3o = org.S3.options(ps, fmt.Sprintf("origins[%d].s3", i))
+	}
 	return proxy.OriginOptions{
+		S3:              s3o,
 		URL:             org.URL,
 		Hosts:           org.Hosts,
 		Default:         org.Default,
@@ -291,6 +297,9 @@ func (c *Config) CheckFiles() error {
 	check("tls.key_file", c.TLS.KeyFile)
 	for i, o := range c.Origins {
 		check(fmt.Sprintf("origins[%d].ca_file", i), o.CAFile)
+		if o.S3 != nil {
+			check(fmt.Sprintf("origins[%d].s3.secret_access_key_file", i), o.S3.SecretAccessKeyFile)
+		}
 	}
 	check("admin.purge_token_file", c.Admin.PurgeTokenFile)
 	for i, d := range c.Cache.Disk.List() {

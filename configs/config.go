@@ -53,6 +53,8 @@ type Origin struct {
 	// header_too_large), not retried. Each origin request in flight holds a
 	// read buffer this size. Default 64KiB.
 	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+	// S3 makes the origin a private S3-compatible bucket (s3.go).
+	S3 *S3 `yaml:"s3,omitempty"`
 }
 
 // OriginTimeouts bound the stages of an origin fetch. An elapsed connect
@@ -76,6 +78,7 @@ type Cache struct {
 	// in the background: at most WarmBytes, at WarmRate bytes a second.
 	WarmBytes Size `yaml:"warm_bytes"` // default three quarters of memory.capacity
 	WarmRate  Size `yaml:"warm_rate"`  // bytes per second; default 64MiB
+	ReadAhead     int    `yaml:"read_ahead"`      // slices fetched ahead of a sequential reader; default 4; -1: none
 }
 
 // Memory is the memory tier.

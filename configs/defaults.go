@@ -41,6 +41,7 @@ const (
 	DefaultPromotion       = string(hybrid.DefaultPromotion)
 	DefaultSliceSize       = proxy.DefaultSliceSize
 	DefaultMaxObjectSize   = proxy.DefaultMaxObjectSize
+	DefaultReadAhead       = proxy.DefaultReadAhead
 	DefaultOriginMaxConns  = proxy.DefaultOriginMaxConns
 	DefaultOriginMaxHeader = proxy.DefaultOriginMaxHeaderBytes
 	DefaultConnectTimeout  = proxy.DefaultOriginConnectTimeout
@@ -105,6 +106,9 @@ func (o *Origin) ensureDefaults() {
 	setDur(&o.Timeouts.Idle, DefaultIdleTimeout)
 	setInt(&o.MaxConns, DefaultOriginMaxConns)
 	setSize(&o.MaxHeaderBytes, DefaultOriginMaxHeader)
+	if o.S3 != nil {
+		o.S3.ensureDefaults()
+	}
 }
 
 func (c *Cache) ensureDefaults() {
@@ -139,6 +143,7 @@ func (c *Cache) ensureDefaults() {
 	setSize(&c.SliceSize, DefaultSliceSize)
 	setSize(&c.MaxObjectSize, DefaultMaxObjectSize)
 	setSize(&c.WarmRate, hybrid.DefaultWarmRate)
+	setInt(&c.ReadAhead, DefaultReadAhead)
 }
 
 func (h *HTTP) ensureDefaults() {

@@ -107,6 +107,9 @@ func (o *Origin) validate(ps *problems, f string) {
 	checkPositiveDur(ps, f+".timeouts.idle", o.Timeouts.Idle)
 	checkRange(ps, f+".max_conns", int64(o.MaxConns), 1, 1<<20)
 	checkRange(ps, f+".max_header_bytes", int64(o.MaxHeaderBytes), 4*KiB, MiB)
+	if o.S3 != nil {
+		o.S3.validate(ps, f+".s3")
+	}
 }
 
 func (c *Cache) validate(ps *problems) {
@@ -119,6 +122,7 @@ func (c *Cache) validate(ps *problems) {
 		checkRange(ps, "cache.slice_size", int64(c.SliceSize), 4*KiB, int64(c.Disk.RegionSize)/2)
 	}
 	checkRange(ps, "cache.max_object_size", int64(c.MaxObjectSize), 0, 1<<62)
+	checkRange(ps, "cache.read_ahead", int64(c.ReadAhead), -1, 1024)
 }
 
 func (d *Disk) validate(ps *problems) {

@@ -31,6 +31,9 @@ var allowedSubImports = map[string][]string{
 	// even each other.
 	"proxy/internal/httpcache": {},
 	"proxy/internal/byterange": {},
+	// SigV4 and S3's formats over the standard library; not internal,
+	// so that the e2e tests upload with the signer strata uses.
+	"proxy/s3": {},
 }
 
 // importersOfConfigs: only the binaries and the e2e tests may import configs.

@@ -39,6 +39,15 @@ var (
 	// bad status line, a bad field) or ends before its blank line. Served
 	// as 502, never retried.
 	ErrOriginMalformed = errors.New("proxy: origin response malformed")
+	// ErrOriginThrottled: an S3 origin kept answering 503 SlowDown or 500
+	// InternalError (s3.ClassRetry) through the retries S3Options allow.
+	// Served as 503 (or a stored copy, as for an unreachable origin).
+	ErrOriginThrottled = errors.New("proxy: origin is throttling requests")
+	// ErrS3Credentials: an S3 origin refused strata's signature, keys,
+	// clock or bucket (SignatureDoesNotMatch, InvalidAccessKeyId,
+	// RequestTimeTooSkewed, NoSuchBucket, ...). Served as 502, never
+	// stored; logged with what to fix.
+	ErrS3Credentials = errors.New("proxy: s3 origin refused strata's credentials or settings")
 	// ErrTruncated: the origin body ended before its declared length, or the
 	// chunked body ended without its final chunk, or reading it failed.
 	ErrTruncated = errors.New("proxy: origin body truncated")

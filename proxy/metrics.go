@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"cache_status"})
 	originErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_origin_errors_total",
-		Help: "Origin requests that failed, by kind (timeout, truncated, framing, header_too_large, bad_content_length, too_many_1xx, malformed, unreachable).",
+		Help: "Origin requests that failed, by kind (timeout, truncated, framing, header_too_large, bad_content_length, too_many_1xx, malformed, throttled, s3_credentials, unreachable).",
 	}, []string{"kind"})
 	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strata_origin_request_duration_seconds",

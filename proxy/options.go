@@ -62,6 +62,9 @@ type OriginOptions struct {
 	// streams. Default 64 KiB (fasthttp's own 4 KiB refused large CSP,
 	// cookie and object-store metadata headers); 4 KiB..1 MiB.
 	MaxHeaderBytes int
+	// S3, when set, makes the origin an S3-compatible bucket at URL (the
+	// endpoint): requests are signed, S3's errors handled (origin_s3.go).
+	S3 *S3Options
 }
 
 // Options configure a Server. The zero value plus one origin works after
@@ -98,6 +101,10 @@ type Options struct {
 	// FillWindow × SliceSize + MaxFills × 64 KiB. A large response beyond
 	// it is streamed to its client unshared and not stored. Default 64.
 	MaxLargeFills int
+	// ReadAhead is how many slices past the one a sequential reader of a
+	// sliced object reads are fetched ahead of it (readahead.go). Default
+	// 4; negative: none.
+	ReadAhead int
 	// MaxStreamBytes bounds the buffers of responses served from stored
 	// sliced bodies: each holds one slice buffer while it streams, plus,
 	// for an object without a strong validator, the slices it reads before
@@ -187,6 +194,7 @@ const (
 	DefaultFillWindow            = 4
 	DefaultMaxFills              = 1024
 	DefaultMaxLargeFills         = 64
+	DefaultReadAhead             = 4
 	DefaultMaxStreamBytes        = 256 << 20
 	DefaultStreamWait            = time.Second
 	DefaultMaxVariants           = 16
@@ -224,6 +232,7 @@ func (o *Options) EnsureDefaults() {
 	setDefault(&o.MaxStreamBytes, DefaultMaxStreamBytes)
 	setDefault(&o.StreamWait, DefaultStreamWait)
 	setDefault(&o.MaxLargeFills, DefaultMaxLargeFills)
+	setDefault(&o.ReadAhead, DefaultReadAhead)
 	setDefault(&o.MaxVariants, DefaultMaxVariants)
 	setDefault(&o.RevalidateKeep, DefaultRevalidateKeep)
 	setDefault(&o.StaleIfUnreachable, DefaultStaleIfUnreachable)
@@ -254,6 +263,11 @@ func (o *Options) EnsureDefaults() {
 		setDefault(&oo.IdleTimeout, DefaultOriginIdleTimeout)
 		setDefault(&oo.MaxConns, DefaultOriginMaxConns)
 		setDefault(&oo.MaxHeaderBytes, DefaultOriginMaxHeaderBytes)
+		if oo.S3 != nil {
+			s3o := *oo.S3 // the caller's stays as it was
+			s3o.EnsureDefaults(o.Logger)
+			oo.S3 = &s3o
+		}
 	}
 	if len(o.Origins) == 1 {
 		o.Origins[0].Default = true
@@ -333,6 +347,11 @@ func (o *Options) validateOrigins() []error {
 		}
 		if oo.CAFile != "" && (err != nil || u.Scheme != "https") {
 			bad(i, "ca_file is for https origins")
+		}
+		if oo.S3 != nil {
+			if err := oo.S3.Validate(); err != nil {
+				bad(i, "%v", err)
+			}
 		}
 	}
 	if defaults > 1 {

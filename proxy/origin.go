@@ -23,12 +23,16 @@ type origin struct {
 	addr       []byte // host:port dialled
 	hostHeader []byte // the origin's own host, for HostOrigin
 	client     *fasthttp.HostClient
+	s3         *s3Origin // nil unless OriginOptions.S3
 }
 
 func newOrigin(oo OriginOptions) (*origin, error) {
 	u, err := url.Parse(oo.URL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	if oo.S3 != nil && oo.S3.Addressing == S3Virtual {
+		u.Host = oo.S3.Bucket + "." + u.Host
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -39,6 +43,11 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 		addr = net.JoinHostPort(u.Hostname(), port)
 	}
 	o := &origin{opts: oo, scheme: []byte(u.Scheme), addr: []byte(addr), hostHeader: []byte(u.Host)}
+	if oo.S3 != nil {
+		if o.s3, err = newS3Origin(oo.S3, u.Host); err != nil {
+			return nil, err
+		}
+	}
 	var tlsConfig *tls.Config
 	if u.Scheme == "https" {
 		if tlsConfig, err = originTLS(u.Hostname(), oo.CAFile); err != nil {
@@ -108,8 +117,17 @@ func (c *progressConn) Read(p []byte) (int, error) {
 // do sends req and reads the response headers into resp; the body is left
 // streaming (resp.BodyStream). The error wraps one of originFaults'
 // sentinels, then the cause. When ctx ends while the body streams, the
-// body is closed under the reader.
+// body is closed under the reader. An S3 origin signs req and handles
+// S3's answers on the way (origin_s3.go).
 func (o *origin) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
+	if o.s3 != nil {
+		return o.s3.do(ctx, o, req, resp)
+	}
+	return o.send(ctx, req, resp)
+}
+
+// send is one exchange of do.
+func (o *origin) send(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
 	if err := o.client.Do(req, resp); err != nil {
 		return classifyOriginError(err)
 	}

@@ -45,6 +45,8 @@ var originFaults = [...]originFault{
 	{ErrOriginContentLength, "bad_content_length", fasthttp.StatusBadGateway},
 	{ErrOriginInterim, "too_many_1xx", fasthttp.StatusBadGateway},
 	{ErrOriginMalformed, "malformed", fasthttp.StatusBadGateway},
+	{ErrOriginThrottled, "throttled", fasthttp.StatusServiceUnavailable},
+	{ErrS3Credentials, "s3_credentials", fasthttp.StatusBadGateway},
 	{ErrOriginUnreachable, "unreachable", fasthttp.StatusBadGateway},
 }
 

@@ -88,6 +88,7 @@ type sliceSource struct {
 	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases    []leasedSlice
 	leasedN   int64 // bytes charged to Server.bodies for leases
+	ahead     bool  // read ahead past the range's end (readahead.go)
 }
 
 // leasedSlice is a slice read before the status line: buf is its slab,
@@ -102,7 +103,7 @@ type leasedSlice struct {
 // template (built now or on first use) is owned by r from now on; with no
 // origin (fr.o nil) nothing is fetched.
 func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
-	r.s, r.idx, r.data, r.sf = s, -1, nil, nil
+	r.s, r.idx, r.data, r.sf, r.ahead = s, -1, nil, nil, false
 	r.key = append(r.key[:0], key...)
 	r.rec = appendObject(r.rec[:0], o)
 	r.fr = fr
@@ -171,6 +172,7 @@ func (r *sliceSource) prepare(rs []byterange.Range) error {
 	if err := r.load(i, end); err != nil {
 		return err
 	}
+	r.readAhead(-1, i, end, rs[0].Start == int64(i)*int64(r.obj.SliceSize)) // readahead.go
 	if r.sf != nil && r.sf.digests {
 		// The answer's headers prove nothing without a validator: wait
 		// for the slice's bytes to match its digest.
@@ -279,7 +281,12 @@ func (r *sliceSource) lend(off, end int64) ([]byte, error) {
 // seek makes the slice holding off readable.
 func (r *sliceSource) seek(off, end int64) error {
 	if idx := int(off / int64(r.obj.SliceSize)); idx != r.idx {
-		return r.load(idx, end)
+		prev := r.idx
+		if err := r.load(idx, end); err != nil {
+			return err
+		}
+		r.readAhead(prev, idx, end, prev < 0 && off == int64(idx)*int64(r.obj.SliceSize)) // readahead.go
+		return nil
 	}
 	return nil
 }

@@ -33,7 +33,10 @@ type Server struct {
 	fetches fetchMap // slice fetches in flight (Range requests, partial caching)
 	vlocks  variantLocks
 	nfills  atomic.Int64
-	nlarge  atomic.Int64 // fills of large bodies (MaxLargeFills)
+	// readAheads counts slices fetched ahead of sequential readers
+	// (readahead.go).
+	readAheads atomic.Uint64
+	nlarge     atomic.Int64 // fills of large bodies (MaxLargeFills)
 	// joinAhead: a Range request whose first byte is further than this
 	// past what a whole-object fill has received is passed to the origin
 	// rather than made to wait for the fill (serveFillRanged).
@@ -110,6 +113,9 @@ func New(store Store, opts Options) (*Server, error) {
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.set.Store(set)
 	if err := s.cz.init(&s.opts.Compress, opts.Registerer); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	if err := s.registerS3Metrics(opts.Registerer); err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
 	s.bodies.init(opts.MaxStreamBytes)
@@ -236,6 +242,11 @@ func (s *Server) handler(ctx *fasthttp.RequestCtx) {
 	o := set.router.pick(ctx.Request.Header.Host())
 	if o == nil {
 		s.fail(ctx, fasthttp.StatusMisdirectedRequest, "proxy: no origin for this host")
+		return
+	}
+	if o.s3 != nil && !ctx.IsGet() && !ctx.IsHead() {
+		s.fail(ctx, fasthttp.StatusMethodNotAllowed, "proxy: an s3 origin serves GET and HEAD only")
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
 		return
 	}
 	normalizeAcceptEncoding(&ctx.Request.Header) // before keying and forwarding (encoding.go)
