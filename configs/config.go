@@ -78,7 +78,7 @@ type Cache struct {
 	// in the background: at most WarmBytes, at WarmRate bytes a second.
 	WarmBytes Size `yaml:"warm_bytes"` // default three quarters of memory.capacity
 	WarmRate  Size `yaml:"warm_rate"`  // bytes per second; default 64MiB
-	ReadAhead     int    `yaml:"read_ahead"`      // slices fetched ahead of a sequential reader; default 4; -1: none
+	ReadAhead int  `yaml:"read_ahead"` // slices fetched ahead of a sequential reader; default 4; -1: none
 }
 
 // Memory is the memory tier.
