@@ -18,6 +18,7 @@ type Entry struct {
 	Proto     []byte // "HTTP/1.1"
 	Referer   []byte
 	UserAgent []byte
+	Conn      uint64 // the client connection's id: its lines keep their order
 	Status    int
 	Bytes     int64         // body bytes of the response; 0 for HEAD, 304 and 204
 	Duration  time.Duration // from arrival to the response handed to the connection
@@ -112,15 +113,22 @@ func appendOrDash(dst, b []byte) []byte {
 const hexDigits = "0123456789abcdef"
 
 func appendEscaped(dst, b []byte) []byte {
-	for _, c := range b {
-		switch {
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] >= 0x20 && b[i] < 0x7f && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		dst = append(dst, b[:i]...) // the run that needs no escape, at once
+		if i == len(b) {
+			break
+		}
+		switch c := b[i]; {
 		case c == '"' || c == '\\':
 			dst = append(dst, '\\', c)
-		case c < 0x20 || c >= 0x7f:
-			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 		default:
-			dst = append(dst, c)
+			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 		}
+		b = b[i+1:]
 	}
 	return dst
 }
@@ -152,8 +160,8 @@ func AppendJSON(dst []byte, e *Entry) []byte {
 	dst = appendMillis(dst, e.Duration)
 	dst = append(dst, `,"cache_status":"`...)
 	dst = appendJSONString(dst, e.CacheStatus)
-	dst = appendJSONField(dst, "cache_detail", []byte(e.Detail))
-	dst = appendJSONField(dst, "tier", []byte(e.Tier))
+	dst = appendJSONField(dst, "cache_detail", e.Detail)
+	dst = appendJSONField(dst, "tier", e.Tier)
 	dst = appendJSONField(dst, "referer", e.Referer)
 	dst = appendJSONField(dst, "user_agent", e.UserAgent)
 	dst = append(dst, '"')
@@ -168,7 +176,7 @@ func AppendJSON(dst []byte, e *Entry) []byte {
 
 // appendJSONField closes the previous string value and appends
 // `,"name":"value` (its closing quote left to the next field).
-func appendJSONField(dst []byte, name string, v []byte) []byte {
+func appendJSONField[T string | []byte](dst []byte, name string, v T) []byte {
 	dst = append(dst, `","`...)
 	dst = append(dst, name...)
 	dst = append(dst, `":"`...)
@@ -176,21 +184,38 @@ func appendJSONField(dst []byte, name string, v []byte) []byte {
 }
 
 func appendMillis(dst []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(dst, float64(max(d, 0))/1e6, 'f', 3, 64)
+	d = max(d, 0)
+	us, rem := d/time.Microsecond, d%time.Microsecond
+	if rem == 500 || us >= 1<<40 {
+		// A tie (or a duration of years): the float's rounding decides,
+		// as it always did.
+		return strconv.AppendFloat(dst, float64(d)/1e6, 'f', 3, 64)
+	}
+	if rem > 500 {
+		us++
+	}
+	dst = strconv.AppendInt(dst, int64(us/1000), 10)
+	f := us % 1000
+	return append(dst, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 // appendJSONString appends s's characters escaped for a JSON string.
 func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		dst = append(dst, s[i:j]...) // the run that needs no escape, at once
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			if c == '"' || c == '\\' {
 				dst = append(dst, '\\', c)
-			case c < 0x20:
+			} else {
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
 			}
 			i++
 			continue
