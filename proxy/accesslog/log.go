@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,31 +21,29 @@ const (
 	stackLine     = 512      // lines up to this long are formatted on the stack
 	flushEvery    = 100 * time.Millisecond
 	clockEvery    = 10 * time.Millisecond // how stale a line's coarse time may be
-	maxShards     = 32
 	errorLogEvery = 10 * time.Second
 )
 
 // Log is an open access log; see the package comment.
 //
-// Lines are appended to the batch buffer of one of several shards (chosen
-// by Entry.Conn), under that shard's mutex, in the order their Writes took
-// it: one mutex for all was contended enough to show in the profile of 1
-// KiB hits on two cores (its Unlock waking waiters). A shard's batch that
-// reaches batchBytes is handed to the writer through full (bounded: when
-// it is full the batch's lines are dropped and counted); the writer also
-// takes whatever every shard holds every flushEvery, and before a reopen
-// or close. Handing lines over a batch at a time, not one by one, spares a
-// request the channel operations and the writer's wake-up per line (a 1
-// KiB hit paid 13% of its req/s for them).
+// Lines are appended, under mu, to a batch buffer in the order their
+// Writes took mu. A batch that reaches batchBytes is handed to the writer
+// through full (bounded: when it is full the batch's lines are dropped and
+// counted); the writer also takes whatever is buffered every flushEvery,
+// and before a reopen or close. Handing lines over a batch at a time, not
+// one by one, spares a request the channel operations and the writer's
+// wake-up per line (a 1 KiB hit paid 13% of its req/s for them).
 type Log struct {
 	opts       Options
 	json       bool // format: AppendJSON, else AppendCombined (static calls: e does not escape)
 	batchBytes int
 
-	shards []shard      // a power of two of them
-	full   chan batch   // batches for the writer; a shard's sent only under its mu
-	spare  chan []byte  // emptied batch buffers, for reuse
-	closed atomic.Bool  // set before stop closes; read under a shard's mu
+	mu     sync.Mutex
+	buf    []byte     // lines not yet handed over
+	nbuf   int        // lines in buf
+	full   chan batch // batches for the writer; sends only under mu
+	spare  chan []byte
+	closed bool         // under mu
 	sec    atomic.Int64 // unix seconds, every clockEvery: the time of a line without one
 
 	reopen chan chan struct{}
@@ -59,14 +56,6 @@ type Log struct {
 	file    *os.File // nil for stdout
 	lastErr time.Time
 	pending []batch
-}
-
-// shard is one batch buffer and its mutex, padded to its own cache lines.
-type shard struct {
-	mu   sync.Mutex
-	buf  []byte // lines not yet handed over
-	nbuf int    // lines in buf
-	_    [64]byte
 }
 
 // batch is lines handed to the writer.
@@ -88,23 +77,16 @@ func Open(opts Options) (*Log, error) {
 	budget := opts.BufferLines * lineBytes
 	bb := min(max(budget/32, minBatchBytes), maxBatchBytes)
 	nb := max(2, budget/bb)
-	ns := 1
-	for ns < min(4*runtime.GOMAXPROCS(0), maxShards) {
-		ns *= 2
-	}
-	l := &Log{opts: opts, json: opts.Format == FormatJSON, batchBytes: bb, shards: make([]shard, ns),
-		full: make(chan batch, nb), spare: make(chan []byte, nb+ns),
+	l := &Log{opts: opts, json: opts.Format == FormatJSON, batchBytes: bb,
+		buf: make([]byte, 0, bb+stackLine), full: make(chan batch, nb), spare: make(chan []byte, nb+1),
 		reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	for i := range l.shards {
-		l.shards[i].buf = make([]byte, 0, bb+stackLine)
-	}
-	l.sec.Store(time.Now().Unix())
 	if err := l.newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
+	l.sec.Store(time.Now().Unix())
 	go l.run()
 	return l, nil
 }
@@ -154,9 +136,7 @@ func (l *Log) Timed() bool { return l.json }
 // Write formats e and queues the line; it never blocks on the output. A
 // full queue, or a closed Log, drops the line and counts it. A zero
 // e.Time is set to the Log's coarse clock (the current second, at most
-// clockEvery behind). Lines of one e.Conn keep the order of their Writes;
-// lines of different connections may be written out of order by up to
-// flushEvery, as with nginx's buffered access_log.
+// clockEvery behind).
 func (l *Log) Write(e *Entry) {
 	if e.Time.IsZero() {
 		e.Time = time.Unix(l.sec.Load(), 0)
@@ -168,42 +148,36 @@ func (l *Log) Write(e *Entry) {
 	} else {
 		line = AppendCombined(sb[:0], e)
 	}
-	sh := &l.shards[e.Conn&uint64(len(l.shards)-1)]
-	sh.mu.Lock()
-	if l.closed.Load() {
-		sh.mu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		l.m.dropped.Inc()
 		return
 	}
-	sh.buf = append(sh.buf, line...)
-	sh.nbuf++
-	if len(sh.buf) >= l.batchBytes {
-		l.handOver(sh)
+	l.buf = append(l.buf, line...)
+	l.nbuf++
+	if len(l.buf) >= l.batchBytes {
+		l.handOver()
 	}
-	sh.mu.Unlock()
+	l.mu.Unlock()
 }
 
-// handOver sends sh's buffered lines to the writer, or drops them if its
-// queue is full. REQUIRES: sh.mu held, lines buffered.
-func (l *Log) handOver(sh *shard) {
+// handOver sends the buffered lines to the writer, or drops them if its
+// queue is full. REQUIRES: mu held, lines buffered.
+func (l *Log) handOver() {
 	select {
-	case l.full <- batch{sh.buf, sh.nbuf}:
-		sh.buf = l.freshBuf()
+	case l.full <- batch{l.buf, l.nbuf}:
+		select {
+		case b := <-l.spare:
+			l.buf = b[:0]
+		default:
+			l.buf = make([]byte, 0, l.batchBytes+stackLine)
+		}
 	default:
-		l.m.dropped.Add(float64(sh.nbuf))
-		sh.buf = sh.buf[:0]
+		l.m.dropped.Add(float64(l.nbuf))
+		l.buf = l.buf[:0]
 	}
-	sh.nbuf = 0
-}
-
-// freshBuf returns an empty batch buffer: a spare one, or a new one.
-func (l *Log) freshBuf() []byte {
-	select {
-	case b := <-l.spare:
-		return b[:0]
-	default:
-		return make([]byte, 0, l.batchBytes+stackLine)
-	}
+	l.nbuf = 0
 }
 
 // Reopen asks the writer to reopen Path (after a rotation moved it):
@@ -225,7 +199,11 @@ func (l *Log) Reopen() {
 // closes the file. It returns ctx.Err() if ctx ends first (the writer
 // then stops after its current write).
 func (l *Log) Close(ctx context.Context) error {
-	if l.closed.Swap(true) {
+	l.mu.Lock()
+	was := l.closed
+	l.closed = true
+	l.mu.Unlock()
+	if was {
 		<-l.done
 		return nil
 	}
@@ -244,7 +222,9 @@ func (l *Log) run() {
 	defer func() {
 		if r := recover(); r != nil {
 			l.opts.Logger.Error("accesslog: writer panicked; access logging stops", "panic", r, "stack", string(debug.Stack()))
-			l.closed.Store(true)
+			l.mu.Lock()
+			l.closed = true
+			l.mu.Unlock()
 			l.closeFile()
 		}
 	}()
@@ -272,38 +252,36 @@ func (l *Log) run() {
 	}
 }
 
-// writeBuffered writes the batches queued and the lines every shard
-// buffered. Each shard's are taken under its mu after draining the queue,
-// which keeps a shard's order: its batches are sent only under its mu, so
-// none can slip in between.
+// writeBuffered writes, in order, the batches queued and the lines
+// buffered. Taking both under mu keeps the order: batches are sent only
+// under mu, so none can slip in between.
 func (l *Log) writeBuffered() {
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		l.drainFull()
-		if sh.nbuf > 0 {
-			l.pending = append(l.pending, batch{sh.buf, sh.nbuf})
-			sh.buf, sh.nbuf = l.freshBuf(), 0
-		}
-		sh.mu.Unlock()
-	}
-	for i, b := range l.pending {
-		l.write(b)
-		l.pending[i] = batch{}
-	}
-	l.pending = l.pending[:0]
-}
-
-// drainFull moves the queued batches to pending.
-func (l *Log) drainFull() {
+	l.mu.Lock()
+drain:
 	for {
 		select {
 		case b := <-l.full:
 			l.pending = append(l.pending, b)
 		default:
-			return
+			break drain
 		}
 	}
+	if l.nbuf > 0 {
+		l.pending = append(l.pending, batch{l.buf, l.nbuf})
+		select {
+		case b := <-l.spare:
+			l.buf = b[:0]
+		default:
+			l.buf = make([]byte, 0, l.batchBytes+stackLine)
+		}
+		l.nbuf = 0
+	}
+	l.mu.Unlock()
+	for i, b := range l.pending {
+		l.write(b)
+		l.pending[i] = batch{}
+	}
+	l.pending = l.pending[:0]
 }
 
 // write writes one batch and gives its buffer back.
