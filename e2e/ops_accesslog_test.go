@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -243,5 +247,48 @@ func TestAccessLogDuration(t *testing.T) {
 	}
 	if ms, _ := m["origin_ms"].(float64); ms < 300 {
 		t.Errorf("origin_ms %v, want at least 300: %s", ms, lines[0])
+	}
+}
+
+// TestAccessLogConnections: requests on many keep-alive connections at
+// once each make one whole line, and the lines of one connection are in
+// the order of its requests.
+func TestAccessLogConnections(t *testing.T) {
+	t.Parallel()
+	o := startOrigin(t)
+	s, path := startLogged(t, o.URL("origin"), "combined")
+	const conns, each = 8, 40
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{MaxConnsPerHost: 1}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			for i := range each {
+				resp, err := client.Get(fmt.Sprintf("%s/obj/1k/conn?max-age=600&c=%d&i=%d", s.URL, c, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	lineRE := regexp.MustCompile(`^127\.0\.0\.1 - - \[[^\]]+\] "GET /obj/1k/conn\?max-age=600&c=(\d+)&i=(\d+) HTTP/1\.1" 200 1024 "-" "Go-http-client/1\.1"$`)
+	next := make([]int, conns)
+	for _, l := range logLines(t, path, conns*each) {
+		m := lineRE.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %q", l)
+		}
+		c, _ := strconv.Atoi(m[1])
+		if i, _ := strconv.Atoi(m[2]); i != next[c] {
+			t.Fatalf("connection %d: request %d logged after %d", c, i, next[c]-1)
+		}
+		next[c]++
 	}
 }

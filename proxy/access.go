@@ -29,7 +29,8 @@ type AccessRecord struct {
 	// response headers (a miss of a small body: and its body).
 	OriginDuration time.Duration
 	// Start is when the handler was entered (the server reads no clock per
-	// request otherwise: LazyRequestTime, so RequestCtx.Time is not it).
+	// request otherwise: LazyRequestTime, so RequestCtx.Time is not it);
+	// zero for a TimedAccessLogger that says it needs no time.
 	Start time.Time
 }
 
@@ -38,6 +39,15 @@ type AccessRecord struct {
 // during the call.
 type AccessLogger interface {
 	LogAccess(ctx *fasthttp.RequestCtx, r *AccessRecord)
+}
+
+// TimedAccessLogger is an AccessLogger that says whether its records need
+// Start. One that shows only the second of a line, from a clock of its
+// own, spares each request two clock reads (a tenth of what logging a 1
+// KiB hit cost on two cores).
+type TimedAccessLogger interface {
+	AccessLogger
+	Timed() bool
 }
 
 // accessKey is the RequestCtx user value under which a logged request's
@@ -51,9 +61,16 @@ var accessPool = sync.Pool{New: func() any { return new(AccessRecord) }}
 // request is handed to l after h returns. Requests fasthttp refuses
 // before the handler (malformed, header too large) are not logged.
 func (s *Server) LoggedHandler(h fasthttp.RequestHandler, l AccessLogger) fasthttp.RequestHandler {
+	timed := true
+	if tl, ok := l.(TimedAccessLogger); ok {
+		timed = tl.Timed()
+	}
 	return func(ctx *fasthttp.RequestCtx) {
 		r := accessPool.Get().(*AccessRecord)
-		*r = AccessRecord{Start: time.Now()}
+		*r = AccessRecord{}
+		if timed {
+			r.Start = time.Now()
+		}
 		ctx.SetUserValue(accessKey{}, r)
 		h(ctx)
 		s.classify(&ctx.Response.Header, r)

@@ -1,12 +1,17 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/accesslog"
 )
 
 type recordedAccess struct {
@@ -118,18 +123,77 @@ func TestLoggedHitAllocs(t *testing.T) {
 	l := &nopAccessLogger{}
 	h := p.srv.LoggedHandler(p.srv.handler, l)
 	var ctx fasthttp.RequestCtx
-	serve := func() {
-		ctx.Request.Reset()
-		ctx.Response.Reset()
-		ctx.Request.Header.SetHost("example.com")
-		ctx.Request.Header.SetRequestURI("/alloc")
-		h(&ctx)
-	}
+	serve := getOn(&ctx, h, "/alloc")
 	serve()
 	if n := testing.AllocsPerRun(200, serve); n != 0 {
 		t.Fatalf("a logged hit allocates %.1f times", n)
 	}
 	if l.n != 202 {
 		t.Errorf("logged %d requests, want 202", l.n)
+	}
+}
+
+type untimedLogger struct{ starts []time.Time }
+
+func (l *untimedLogger) Timed() bool { return false }
+func (l *untimedLogger) LogAccess(_ *fasthttp.RequestCtx, r *AccessRecord) {
+	l.starts = append(l.starts, r.Start)
+}
+
+// TestUntimedLogger: a logger that needs no time gets records without
+// Start (the wrapper read no clock); an ordinary one gets it.
+func TestUntimedLogger(t *testing.T) {
+	p := newPair(t, cacheable("x"), nil)
+	l := &untimedLogger{}
+	h := p.srv.LoggedHandler(p.srv.handler, l)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetHost("example.com")
+	ctx.Request.Header.SetRequestURI("/u")
+	h(&ctx)
+	if len(l.starts) != 1 || !l.starts[0].IsZero() {
+		t.Errorf("untimed logger got starts %v, want one zero", l.starts)
+	}
+}
+
+// TestLoggedFileHitAllocs: a memory hit logged to a file through the
+// accesslog adapter, in either format, allocates nothing once the
+// log's buffers are warm. Skipped under -race.
+func TestLoggedFileHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations differ under -race")
+	}
+	p := newPair(t, cacheable(strings.Repeat("x", 1024)), nil)
+	p.get("/alloc")
+	for _, format := range []string{accesslog.FormatCombined, accesslog.FormatJSON} {
+		t.Run(format, func(t *testing.T) {
+			l, err := accesslog.Open(accesslog.Options{Path: filepath.Join(t.TempDir(), "access.log"), Format: format, BufferLines: 1 << 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close(context.Background())
+			h := p.srv.LoggedHandler(p.srv.handler, fileAccessLogger{l})
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+			serve := getOn(&ctx, h, "/alloc")
+			for range 3000 { // the log's spare buffers fill
+				serve()
+			}
+			// A new second's stamp is one allocation, a new batch buffer
+			// another: a few in a thousand requests at most.
+			if n := testing.AllocsPerRun(1000, serve); n > 0.01 {
+				t.Fatalf("a logged hit allocates %.3f times", n)
+			}
+		})
+	}
+}
+
+// getOn returns a func that serves GET uri on ctx (reset each time) with h.
+func getOn(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler, uri string) func() {
+	return func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetHost("example.com")
+		ctx.Request.Header.SetRequestURI(uri)
+		h(ctx)
 	}
 }

@@ -367,6 +367,8 @@ func (r *sliceSource) useFetch(sf *sliceFetch) error {
 		return err
 	case fetchRedirect:
 		return errRangeIgnored
+	case fetchPrivate:
+		return errNoValidator
 	}
 	if sf.obj.BodyLen != r.obj.BodyLen || sf.obj.SliceSize != r.obj.SliceSize || !sameRepresentation(&sf.obj, &r.obj) {
 		return errChanged

@@ -25,7 +25,10 @@ import (
 //     at the range's offset (read-while-write); otherwise a slice fetch
 //     asks the origin for the slices of the first range only, and its
 //     206 creates (or joins) the object's partial record, then the
-//     response is served as from a stored record.
+//     response is served as from a stored record. A 206 without a
+//     validator answers the requests that waited for it straight from its
+//     own bytes, and a whole-object fill starts behind it
+//     (range_private.go).
 //
 // rangesFor decides the status: 206 (one range → Content-Range; several →
 // multipart/byteranges), 416 with "Content-Range: bytes */size" when no
@@ -111,6 +114,13 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 	if state == fetchReady {
 		s.serveFetched(ctx, st, fr, sf, int(start/sz), cs.stored())
 		return true
+	}
+	if state == fetchPrivate {
+		if s.servePrivate(ctx, st, o, sf, cs) {
+			fasthttp.ReleaseRequest(fr.tmpl)
+			return true
+		}
+		err = errNoValidator
 	}
 	sf.release()
 	fasthttp.ReleaseRequest(fr.tmpl)

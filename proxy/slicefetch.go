@@ -65,6 +65,7 @@ type sliceFetch struct {
 	base    []byte
 	digests bool
 	unpaced bool // see fill.unpaced; fetch goroutine only
+	private bool // fetchPrivate: nothing is stored; fetch goroutine only
 }
 
 type fetchState uint8
@@ -74,6 +75,7 @@ const (
 	fetchReady                      // 206 accepted: obj is the record, the body streams into bufs
 	fetchRedirect                   // the origin answered 200: a whole-object fill runs for the key
 	fetchFailed                     // err says why
+	fetchPrivate                    // 206 without validator: its bytes serve only its waiters (range_private.go)
 )
 
 // fetchMap is the sharded in-flight map sliceKey → fetch, and the
@@ -354,7 +356,7 @@ func (sf *sliceFetch) pumpBody(ctx context.Context, body io.Reader) error {
 			sf.cond.Broadcast()
 			sf.mu.Unlock()
 		}
-		if full {
+		if full && !sf.private {
 			sf.insert(k)
 		}
 		if err == io.EOF && sf.received < sf.want {

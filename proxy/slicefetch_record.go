@@ -37,10 +37,12 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 	rec := sf.buildRecord(&cand, resp, &si, total, reqTime, respTime)
 	digests := false
 	if !hasValidator(&cand) {
-		putSlab(rec)
-		if rec, digests = sf.digestBase(total); !digests {
-			return errNoValidator
+		base, ok := sf.digestBase(total)
+		if !ok {
+			return sf.openPrivate(rec, end-start)
 		}
+		putSlab(rec)
+		rec, digests = base, true
 	} else {
 		rec = s.adoptRecord(sf.key, rec, &cand)
 	}

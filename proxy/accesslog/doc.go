@@ -17,6 +17,11 @@
 // writes (the lines in them are lost) in
 // strata_access_log_write_errors_total.
 //
+// The writer also keeps a coarse clock (the second, refreshed every 10 ms)
+// that stamps lines written without a time: the combined format shows
+// only the second, so its callers need not read the clock per request
+// (Log.Timed).
+//
 // Reopen (on SIGUSR1, logrotate's convention) waits for the writer to
 // write every line buffered or queued, open Path anew (creating it) and
 // close the old file, so a file moved aside keeps every line written before

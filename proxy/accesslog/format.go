@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Entry is one request as the log records it. The byte slices are
@@ -112,17 +113,40 @@ func appendOrDash(dst, b []byte) []byte {
 const hexDigits = "0123456789abcdef"
 
 func appendEscaped(dst, b []byte) []byte {
-	for _, c := range b {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c >= 0x7f:
-			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			dst = append(dst, c)
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && combinedPlain[b[i]] {
+			i++
 		}
+		dst = append(dst, b[:i]...) // the run that needs no escape, at once
+		if i == len(b) {
+			break
+		}
+		switch c := b[i]; c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		default:
+			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		b = b[i+1:]
 	}
 	return dst
+}
+
+// combinedPlain and jsonPlain tell the bytes a combined quoted field and a
+// JSON string take as they are (printable ASCII but for '"' and '\\', and
+// DEL for JSON; bytes from 0x80 are escaped in combined lines and checked
+// as UTF-8 in JSON, so they are not plain): a table lookup per byte
+// instead of four comparisons.
+var combinedPlain, jsonPlain = plainTables()
+
+func plainTables() (combined, json [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		combined[c] = c != '"' && c != '\\'
+		json[c] = combined[c]
+	}
+	json[0x7f] = true // DEL is a control character only to Apache
+	return combined, json
 }
 
 // AppendJSON appends e as one JSON object and a newline. Fields: time
@@ -141,9 +165,9 @@ func AppendJSON(dst []byte, e *Entry) []byte {
 	if e.Remote.IsValid() {
 		dst = e.Remote.Unmap().AppendTo(dst)
 	}
-	dst = appendJSONField(dst, "method", e.Method)
-	dst = appendJSONField(dst, "uri", e.URI)
-	dst = appendJSONField(dst, "proto", e.Proto)
+	dst = appendJSONField(dst, "method", b2s(e.Method))
+	dst = appendJSONField(dst, "uri", b2s(e.URI))
+	dst = appendJSONField(dst, "proto", b2s(e.Proto))
 	dst = append(dst, `","status":`...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	dst = append(dst, `,"bytes":`...)
@@ -152,10 +176,10 @@ func AppendJSON(dst []byte, e *Entry) []byte {
 	dst = appendMillis(dst, e.Duration)
 	dst = append(dst, `,"cache_status":"`...)
 	dst = appendJSONString(dst, e.CacheStatus)
-	dst = appendJSONField(dst, "cache_detail", []byte(e.Detail))
-	dst = appendJSONField(dst, "tier", []byte(e.Tier))
-	dst = appendJSONField(dst, "referer", e.Referer)
-	dst = appendJSONField(dst, "user_agent", e.UserAgent)
+	dst = appendJSONField(dst, "cache_detail", e.Detail)
+	dst = appendJSONField(dst, "tier", e.Tier)
+	dst = appendJSONField(dst, "referer", b2s(e.Referer))
+	dst = appendJSONField(dst, "user_agent", b2s(e.UserAgent))
 	dst = append(dst, '"')
 	if e.OriginStatus != 0 {
 		dst = append(dst, `,"origin_status":`...)
@@ -168,7 +192,7 @@ func AppendJSON(dst []byte, e *Entry) []byte {
 
 // appendJSONField closes the previous string value and appends
 // `,"name":"value` (its closing quote left to the next field).
-func appendJSONField(dst []byte, name string, v []byte) []byte {
+func appendJSONField(dst []byte, name, v string) []byte {
 	dst = append(dst, `","`...)
 	dst = append(dst, name...)
 	dst = append(dst, `":"`...)
@@ -176,26 +200,43 @@ func appendJSONField(dst []byte, name string, v []byte) []byte {
 }
 
 func appendMillis(dst []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(dst, float64(max(d, 0))/1e6, 'f', 3, 64)
+	d = max(d, 0)
+	us, rem := d/time.Microsecond, d%time.Microsecond
+	if rem == 500 || us >= 1<<40 {
+		// A tie (or a duration of years): the float's rounding decides,
+		// as it always did.
+		return strconv.AppendFloat(dst, float64(d)/1e6, 'f', 3, 64)
+	}
+	if rem > 500 {
+		us++
+	}
+	dst = strconv.AppendInt(dst, int64(us/1000), 10)
+	f := us % 1000
+	return append(dst, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 // appendJSONString appends s's characters escaped for a JSON string.
-func appendJSONString[T string | []byte](dst []byte, s T) []byte {
+func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && jsonPlain[s[j]] {
+			j++
+		}
+		dst = append(dst, s[i:j]...) // the run that needs no escape, at once
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			if c == '"' || c == '\\' {
 				dst = append(dst, '\\', c)
-			case c < 0x20:
+			} else {
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
 			}
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune([]byte(s[i:min(i+utf8.UTFMax, len(s))]))
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, `\ufffd`...)
 		} else {
@@ -205,3 +246,7 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	}
 	return dst
 }
+
+// b2s views b as a string without copying it. REQUIRES: b is not
+// modified while the string is in use (here: during one Append call).
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ const (
 	minBatchBytes = 512      // ... and at least
 	stackLine     = 512      // lines up to this long are formatted on the stack
 	flushEvery    = 100 * time.Millisecond
+	clockEvery    = 10 * time.Millisecond // how stale a line's coarse time may be
 	errorLogEvery = 10 * time.Second
 )
 
@@ -41,7 +43,8 @@ type Log struct {
 	nbuf   int        // lines in buf
 	full   chan batch // batches for the writer; sends only under mu
 	spare  chan []byte
-	closed bool // under mu
+	closed bool         // under mu
+	sec    atomic.Int64 // unix seconds, every clockEvery: the time of a line without one
 
 	reopen chan chan struct{}
 	stop   chan struct{}
@@ -83,6 +86,7 @@ func Open(opts Options) (*Log, error) {
 	if err := l.open(); err != nil {
 		return nil, err
 	}
+	l.sec.Store(time.Now().Unix())
 	go l.run()
 	return l, nil
 }
@@ -124,9 +128,19 @@ func (l *Log) open() error {
 	return nil
 }
 
+// Timed reports whether the format shows more of a line's time than its
+// second (json: milliseconds, and the duration). When it does not, a
+// caller may leave Entry.Time zero and Duration unset, and read no clock.
+func (l *Log) Timed() bool { return l.json }
+
 // Write formats e and queues the line; it never blocks on the output. A
-// full queue, or a closed Log, drops the line and counts it.
+// full queue, or a closed Log, drops the line and counts it. A zero
+// e.Time is set to the Log's coarse clock (the current second, at most
+// clockEvery behind).
 func (l *Log) Write(e *Entry) {
+	if e.Time.IsZero() {
+		e.Time = time.Unix(l.sec.Load(), 0)
+	}
 	var sb [stackLine]byte
 	var line []byte
 	if l.json {
@@ -216,10 +230,14 @@ func (l *Log) run() {
 	}()
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
+	clock := time.NewTicker(clockEvery)
+	defer clock.Stop()
 	for {
 		select {
 		case b := <-l.full:
 			l.write(b)
+		case now := <-clock.C:
+			l.sec.Store(now.Unix())
 		case <-t.C:
 			l.writeBuffered()
 		case ack := <-l.reopen:
