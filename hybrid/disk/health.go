@@ -100,9 +100,11 @@ func (h *health) bringBack() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.upAt = time.Now()
-	h.out.Store(false)
+	// Logged before the disk is seen back, so that whoever sees it back
+	// (Stats().Online) finds the line too.
 	h.e.opts.Logger.Info("disk: disk back in service", "out_for", h.upAt.Sub(h.since).Round(time.Millisecond),
 		"io_errors_meanwhile", h.e.c.ioErrors.Load()-h.ioErr, "suppressed", h.e.errLog.take())
+	h.out.Store(false)
 }
 
 // run is the prober goroutine: it waits to be woken, probes until the
