@@ -105,6 +105,13 @@ func newS3Origin(so *S3Options, host string) (*s3Origin, error) {
 // do sends req (prepared by prepareOriginRequest) to the bucket as
 // described on s3Origin and reads the answer's headers into resp.
 func (so *s3Origin) do(ctx context.Context, o *origin, req *fasthttp.Request, resp *fasthttp.Response) error {
+	// prepare rewrites the path in req; the client's goes back on return,
+	// so that a caller sending req again (exchange, after a 304 that
+	// selects nothing) asks for the same key, not "bucket/key".
+	var pb [256]byte
+	u := req.URI()
+	client := append(pb[:0], u.PathOriginal()...)
+	defer u.SetPathBytes(client)
 	if !so.prepare(req) {
 		so.synthesize(resp, req.Header.IsHead(), fasthttp.StatusNotFound, so.opts.NotFoundTTL, "NoSuchKey")
 		return nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -298,6 +299,54 @@ func TestRetryAfter(t *testing.T) {
 	} {
 		if got, ok := retryAfter([]byte(tc.v), now); got != tc.want || ok != tc.ok {
 			t.Errorf("retryAfter(%q) = %v %v, want %v %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestS3SentTwice: a request the proxy sends to the bucket a second time
+// (exchange, after a 304 whose ETag selects nothing) names the same
+// object: the rewrite of the client's path to the bucket's is not
+// applied twice ("/media/media/k").
+func TestS3SentTwice(t *testing.T) {
+	var mu sync.Mutex
+	var uris []string
+	var etag atomic.Value
+	etag.Store(`"a"`)
+	p := s3Pair(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		uris = append(uris, r.RequestURI)
+		mu.Unlock()
+		verifySigned(t, r)
+		if r.URL.Path != "/media/k%2Bx" && r.URL.RawPath != "/media/k%2Bx" {
+			s3Error(w, 404, "NoSuchKey")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=1")
+		if r.Header.Get("If-None-Match") != "" {
+			w.Header().Set("ETag", `"b"`) // a replica that disagrees
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", etag.Load().(string))
+		w.Write([]byte("object"))
+	}, nil)
+	if resp := p.get("/k+x"); resp.StatusCode() != 200 {
+		t.Fatalf("first GET: %d", resp.StatusCode())
+	}
+	etag.Store(`"b"`)
+	p.clock.Advance(5 * time.Second)
+	resp := p.get("/k+x")
+	mu.Lock()
+	defer mu.Unlock()
+	if resp.StatusCode() != 200 || string(resp.Body()) != "object" {
+		t.Errorf("revalidated GET: %d %q", resp.StatusCode(), resp.Body())
+	}
+	if len(uris) != 3 {
+		t.Errorf("bucket asked %d times, want 3: %q", len(uris), uris)
+	}
+	for _, u := range uris {
+		if u != "/media/k%2Bx" {
+			t.Errorf("bucket asked for %q, want /media/k%%2Bx (all: %q)", u, uris)
 		}
 	}
 }
