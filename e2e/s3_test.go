@@ -255,7 +255,7 @@ func TestS3WrongSecret(t *testing.T) {
 // requests in flight, clients of stale copies get no error, and the
 // bucket sees at most 1.2 requests per miss.
 func TestS3Throttled(t *testing.T) {
-	vgw := startVersity(t, "--max-requests", "2", "--max-connections", "64")
+	vgw := startVersity(t, "--max-requests", "1", "--max-connections", "64")
 	cp := startCountingProxy(t, vgw)
 	const n = 200
 	parallel(n, 2, func(i int) {
