@@ -38,7 +38,7 @@ func (c *Cache) WriteDown(ctx context.Context) WriteDownStats {
 	}
 	c.stopWarm()
 	hot := make([][]uint64, len(c.disks.engs))
-	c.mem.Hottest(func(ev memory.Evicted, clean bool) bool {
+	c.mem.Hottest(func(ev memory.Evicted, _ bool) bool {
 		h := xxhash.Sum64(ev.Key)
 		i := 0
 		if len(c.disks.engs) > 1 {
@@ -47,7 +47,9 @@ func (c *Cache) WriteDown(ctx context.Context) WriteDownStats {
 		hot[i] = append(hot[i], h)
 		e := c.disks.engs[i]
 		switch {
-		case clean || e.Contains(ev.Key):
+		// Not clean alone: a clean copy's disk entry may have been
+		// reclaimed since it was read back.
+		case e.Contains(ev.Key):
 			st.OnDisk++
 		case ctx.Err() == nil && waitRoom(ctx, e, disk.EntrySize(len(ev.Key), ev.ValueLen)) &&
 			e.WriteDown(ev.Key, ev.ValueLen, expiryTime(ev.Expiry), ev.CopyValue):

@@ -135,10 +135,7 @@ func TestWarmRace(t *testing.T) {
 	for i := range n {
 		c.Insert(fmt.Appendf(nil, "k%d", i), val(i), time.Time{})
 	}
-	c.WriteDown(context.Background())
-	if err := c.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	stopClean(t, c)
 	o := restartOpts(crashClones(devs), memory.S3FIFO)
 	o.WarmRate = 4 << 20 // slow enough that the clients overlap it
 	c, err = Open(o)
@@ -200,5 +197,71 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWriteDownCleanCopyReclaimed: a clean memory entry (read back from
+// the disk) whose disk copy the disk has since reclaimed is not on disk:
+// the write-down writes it, and it survives the next restart.
+func TestWriteDownCleanCopyReclaimed(t *testing.T) {
+	devs := memDevices(t, 1)
+	c, err := Open(restartOpts(devs, memory.S3FIFO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		c.Insert(fmt.Appendf(nil, "k%d", i), val(i), time.Time{})
+	}
+	stopClean(t, c)
+	devs = crashClones(devs)
+	c, err = Open(restartOpts(devs, memory.S3FIFO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.warm == nil || isClosed(c.warm.done) })
+	// The disk fills up with other entries (written to it alone) and
+	// reclaims its oldest regions: the k's copies go, memory's stay.
+	e := c.disks.engs[0]
+	onDisk := func() bool {
+		for i := range n {
+			if e.Contains(fmt.Appendf(nil, "k%d", i)) {
+				return true
+			}
+		}
+		return false
+	}
+	filler := make([]byte, 60<<10)
+	for i := 0; onDisk(); i++ {
+		if i > 10000 {
+			t.Fatal("the disk never reclaimed the k's regions")
+		}
+		if !e.WriteDown(fmt.Appendf(nil, "f%d", i), len(filler), time.Time{}, func(dst []byte) int { return copy(dst, filler) }) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if _, tier, ok := c.Get([]byte("k0"), nil); !ok || tier != TierMemory {
+		t.Fatalf("k0: ok=%v tier=%v, want a memory hit", ok, tier)
+	}
+	stopClean(t, c)
+	c, err = Open(restartOpts(crashClones(devs), memory.S3FIFO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for i := range n {
+		k := fmt.Appendf(nil, "k%d", i)
+		if v, _, ok := c.Get(k, nil); !ok || string(v) != string(val(i)) {
+			t.Errorf("%s: ok=%v after the restart, want its value", k, ok)
+		}
+	}
+}
+
+// stopClean stops c as the binary does: write-down, then Close.
+func stopClean(t *testing.T, c *Cache) {
+	t.Helper()
+	c.WriteDown(context.Background())
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -62,6 +62,7 @@ type upgradeState struct {
 	bound     []namedListener         // every listener bound, for a later upgrade
 	inherited map[string]net.Listener // sockets handed over by the old process, until taken
 	parent    *os.File                // the pipe to the old process; nil once told or when none
+	takeover  bool                    // the new process of an upgrade: the old one may still hold the devices
 	child     *exec.Cmd               // the new process of an upgrade in progress
 	answer    chan error              // the child's answer: nil for "go"
 }
@@ -91,7 +92,7 @@ func (u *upgradeState) inherit() error {
 		}
 		f := os.NewFile(uintptr(fd), name)
 		if name == "ready" {
-			u.parent = f
+			u.parent, u.takeover = f, true
 			continue
 		}
 		ln, err := net.FileListener(f)
@@ -139,12 +140,14 @@ func (a *app) bind(name, addr string) (net.Listener, error) {
 }
 
 // openDeviceWait opens a cache device; the new process of an upgrade
-// first lets the old one go, then retries while the old one holds it.
+// first lets the old one go (at its first device), then retries while the
+// old one holds it: every device, since the old one releases them one by
+// one as its shutdown closes them.
 func (a *app) openDeviceWait(path string, opts blockdev.Options) (blockdev.Device, error) {
 	if err := a.upgrade.inherit(); err != nil {
 		return nil, err
 	}
-	if !a.upgrade.upgrading() {
+	if !a.upgrade.takeover {
 		return openDevice(path, opts)
 	}
 	a.upgrade.tellParent()

@@ -4,9 +4,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
+
+	"strata/blockdev"
+	"strata/configs"
 )
 
 // TestInherit: STRATA_UPGRADE_FDS names the pipe to the old process and
@@ -77,4 +82,46 @@ func dup(t *testing.T, f *os.File) int {
 		t.Fatal(err)
 	}
 	return fd
+}
+
+// TestOpenDevicesWaitsForEveryDevice: the new process of an upgrade waits
+// for the old one to release each of its cache devices, not only the
+// first (telling the old one to go must not end the wait for the rest).
+func TestOpenDevicesWaitsForEveryDevice(t *testing.T) {
+	dir := t.TempDir()
+	opts := blockdev.Options{Size: 1 << 20, Direct: new(false), Logger: slog.New(slog.DiscardHandler)}
+	var parts []configs.DevicePart
+	var held []blockdev.Device
+	for _, name := range []string{"a.dev", "b.dev"} {
+		p := filepath.Join(dir, name)
+		d, err := openDevice(p, opts) // the old process's hold
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, d)
+		parts = append(parts, configs.DevicePart{Path: p, Options: opts})
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	t.Setenv(upgradeEnv, "ready:"+strconv.Itoa(dup(t, w))) // the new process of an upgrade
+	w.Close()
+	a := &app{log: slog.New(slog.DiscardHandler), shutdownTimeout: time.Second}
+	// The old process lets its devices go one by one, as its shutdown
+	// closes them.
+	for i, d := range held {
+		release := time.AfterFunc(time.Duration(i+1)*150*time.Millisecond, func() { _ = d.Close() })
+		defer release.Stop()
+	}
+	devs, err := a.openDevices(parts)
+	if err != nil {
+		t.Fatalf("openDevices during an upgrade: %v", err)
+	}
+	closeDevices(devs)
+	buf := make([]byte, 8)
+	if n, _ := r.Read(buf); string(buf[:n]) != "go\n" {
+		t.Errorf("the old process read %q, want go", buf[:n])
+	}
 }
