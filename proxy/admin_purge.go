@@ -60,6 +60,11 @@ func (a *Admin) purgeRequest(ctx *fasthttp.RequestCtx) {
 		status, ans.Error = fasthttp.StatusBadRequest, "proxy: purge: too many arguments"
 	case err != nil:
 		status, ans.Error = fasthttp.StatusBadRequest, err.Error()
+	case a.s.closed.Load():
+		// The store may be closing: a purge would remove the memory
+		// copy while the disk's tombstone is dropped, and the object
+		// would be back after the restart. Refused; the caller retries.
+		status, ans.Error = fasthttp.StatusServiceUnavailable, "proxy: purge: shutting down"
 	default:
 		status, ans = a.doPurge(urls, tags, prefixes)
 		if a.peers != nil && len(ctx.Request.Header.Peek(headerPurgeForwarded)) == 0 {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -194,6 +195,23 @@ func TestPurgeNotSaved(t *testing.T) {
 	for _, path := range []string{"/red/1", "/img/a"} {
 		if p.cached(path) {
 			t.Errorf("%s still cached: the purge must hold in memory", path)
+		}
+	}
+}
+
+// TestPurgeRefusedAfterClose: once the Server is closed (the store is
+// closing behind it at shutdown), a purge is refused with 503 instead of
+// reporting a removal the store may not keep.
+func TestPurgeRefusedAfterClose(t *testing.T) {
+	p := newPair(t, taggedOrigin, func(o *Options) { o.PurgeToken = "t0k" })
+	p.cached("/red/1")
+	a := NewAdmin(p.srv, nil)
+	if err := p.srv.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"url=http://example.com/red/1", "tag=red", "prefix=http://example.com/red/"} {
+		if code, body := adminDo(a, "POST", "/purge?"+q, token); code != 503 || !strings.Contains(body, "shutting down") {
+			t.Errorf("%s after Close: %d %s, want 503", q, code, body)
 		}
 	}
 }
