@@ -310,3 +310,21 @@ func TestCompressSkippedWhenBusy(t *testing.T) {
 		t.Errorf("origin saw %d requests, want 1", n)
 	}
 }
+
+// TestCompressedHeadersDropDigests: a compressed representation carries
+// no digest of the identity bytes (Content-MD5, Digest, Content-Digest,
+// Repr-Digest): a client checking one would reject the compressed body.
+func TestCompressedHeadersDropDigests(t *testing.T) {
+	var id []headerKV
+	for _, k := range []string{"Content-Type", "Content-Md5", "Digest", "Content-Digest", "Repr-Digest", "Etag"} {
+		id = append(id, headerKV{Key: []byte(k), Value: []byte(`"x"`)})
+	}
+	out, etag := compressedHeaders(id, []byte("gzip"), "-gz")
+	var names []string
+	for _, kv := range out {
+		names = append(names, string(kv.Key))
+	}
+	if got := strings.Join(names, " "); got != "Content-Type Content-Encoding Etag" || string(etag) != `W/"x-gz"` {
+		t.Fatalf("fields %q, ETag %s", got, etag)
+	}
+}
