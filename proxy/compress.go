@@ -192,6 +192,13 @@ func (s *Server) compressLater(f *fill) {
 	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize || s.life.Err() != nil {
 		return
 	}
+	if bytes.IndexByte(f.rv.pkey, 0) >= 0 {
+		// A variant's key (variants.go: a primary key holds no 0x00): a
+		// fill that took a variant's key for its primary one (a slice
+		// fetch answered 200) must not put an index there, which lookups
+		// would read as a damaged record.
+		return
+	}
 	select {
 	case s.cz.slots <- struct{}{}:
 	default:
