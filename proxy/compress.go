@@ -51,8 +51,10 @@ import (
 // bytes for the same tag, and so If-Range never matches it (a range
 // request with If-Range gets the whole representation). Revalidating it
 // with the origin sends that tag, which the origin does not know: the
-// answer is a new 200, compressed again. Content-MD5 is dropped (it would
-// describe the identity bytes). A coding that saves less than a tenth of
+// answer is a new 200, compressed again. Content-MD5, Digest,
+// Content-Digest and Repr-Digest are dropped (they would describe the
+// identity bytes: RFC 9530 §2, §3 and RFC 3230 digest the content coding's
+// output). A coding that saves less than a tenth of
 // the body is not worth its CPU on the client: its variant then holds the
 // identity bytes (no Content-Encoding), so such a client still hits. All
 // three carry Vary: Accept-Encoding, so caches downstream vary too.
@@ -190,6 +192,13 @@ func (s *Server) compressLater(f *fill) {
 	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize || s.life.Err() != nil {
 		return
 	}
+	if bytes.IndexByte(f.rv.pkey, 0) >= 0 {
+		// A variant's key (variants.go: a primary key holds no 0x00): a
+		// fill that took a variant's key for its primary one (a slice
+		// fetch answered 200) must not put an index there, which lookups
+		// would read as a damaged record.
+		return
+	}
 	select {
 	case s.cz.slots <- struct{}{}:
 	default:
@@ -257,7 +266,8 @@ func (s *Server) storeCompressed(j *compressJob) {
 }
 
 // compressedHeaders returns the stored headers of a representation in
-// coding: the identity's, less ETag and Content-MD5, plus Content-Encoding
+// coding: the identity's, less ETag and the digests of the identity bytes
+// (identityDigest), plus Content-Encoding
 // and the representation's own weak ETag (none when the origin sent none
 // or a malformed one), which it also returns.
 func compressedHeaders(id []headerKV, coding []byte, suffix string) ([]headerKV, []byte) {
@@ -267,7 +277,7 @@ func compressedHeaders(id []headerKV, coding []byte, suffix string) ([]headerKV,
 		switch {
 		case bytes.EqualFold(kv.Key, []byte(fasthttp.HeaderETag)):
 			etag = weakTagWith(kv.Value, suffix)
-		case bytes.EqualFold(kv.Key, []byte("Content-MD5")):
+		case identityDigest(kv.Key):
 		default:
 			out = append(out, kv)
 		}
@@ -277,6 +287,17 @@ func compressedHeaders(id []headerKV, coding []byte, suffix string) ([]headerKV,
 		out = append(out, headerKV{Key: appendCanonicalName(nil, []byte(fasthttp.HeaderETag)), Value: etag})
 	}
 	return out, etag
+}
+
+// identityDigest reports whether the stored field name is a digest of the
+// identity bytes, wrong for any other coding of them.
+func identityDigest(name []byte) bool {
+	for _, d := range [...]string{"Content-MD5", "Digest", "Content-Digest", "Repr-Digest"} {
+		if bytes.EqualFold(name, []byte(d)) {
+			return true
+		}
+	}
+	return false
 }
 
 // weakTagWith turns the entity tag t ("x" or W/"x") into W/"x<suffix>",

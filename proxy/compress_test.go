@@ -310,3 +310,54 @@ func TestCompressSkippedWhenBusy(t *testing.T) {
 		t.Errorf("origin saw %d requests, want 1", n)
 	}
 }
+
+// TestCompressedHeadersDropDigests: a compressed representation carries
+// no digest of the identity bytes (Content-MD5, Digest, Content-Digest,
+// Repr-Digest): a client checking one would reject the compressed body.
+func TestCompressedHeadersDropDigests(t *testing.T) {
+	var id []headerKV
+	for _, k := range []string{"Content-Type", "Content-Md5", "Digest", "Content-Digest", "Repr-Digest", "Etag"} {
+		id = append(id, headerKV{Key: []byte(k), Value: []byte(`"x"`)})
+	}
+	out, etag := compressedHeaders(id, []byte("gzip"), "-gz")
+	var names []string
+	for _, kv := range out {
+		names = append(names, string(kv.Key))
+	}
+	if got := strings.Join(names, " "); got != "Content-Type Content-Encoding Etag" || string(etag) != `W/"x-gz"` {
+		t.Fatalf("fields %q, ETag %s", got, etag)
+	}
+}
+
+// TestCompressNotUnderVariantKey: a 200 stored under a variant's key (a
+// Range request for a dropped variant, answered whole by an origin that
+// ignores Range) is not compressed into an index of its own there: an
+// index under a variant's key reads as a damaged record, a miss and one
+// more origin fetch.
+func TestCompressNotUnderVariantKey(t *testing.T) {
+	body := compressText(8 << 10)
+	p := newPair(t, edgeOrigin(body, "Content-Type", "text/html", "ETag", `"v1"`), nil)
+	p.get("/c", "Accept-Encoding", "gzip")
+	p.settle()
+	p.store.mu.Lock()
+	for k := range p.store.m {
+		if strings.HasSuffix(k, "=4:gzip;") {
+			delete(p.store.m, k) // the gzip representation's record, as evicted
+		}
+	}
+	p.store.mu.Unlock()
+	p.get("/c", "Accept-Encoding", "gzip", "Range", "bytes=0-9") // 206 or 200, as the fill allows
+	p.settle()
+	fetches := p.hits.Load()
+	var r *fasthttp.Response
+	for range 2 {
+		r = p.get("/c", "Accept-Encoding", "gzip")
+		if got := decode(t, string(r.Header.Peek("Content-Encoding")), r.Body()); !bytes.Equal(got, body) {
+			t.Fatal("gzip client: body differs")
+		}
+		p.settle()
+	}
+	if n := testutil.ToFloat64(p.srv.m.corrupt); n != 0 || p.hits.Load() != fetches {
+		t.Errorf("%v records read as damaged, %d more origin fetches; want none", n, p.hits.Load()-fetches)
+	}
+}

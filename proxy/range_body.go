@@ -205,8 +205,18 @@ func (f *fill) newReaderAt(pos int64) *fillReader {
 	}
 	r := &fillReader{f: f, scIdx: -1, pos: pos}
 	f.readers = append(f.readers, r)
+	f.wakeForReaders() // it counted at 0 while it was only joined
 	f.mu.Unlock()
 	return r
+}
+
+// wakeForReaders wakes the fill goroutine if it waits for its readers:
+// one of them just moved ahead. REQUIRES: f.mu held.
+func (f *fill) wakeForReaders() {
+	if f.waiting {
+		f.waiting = false
+		f.cond.Broadcast()
+	}
 }
 
 func (fs *fillSource) readAt(p []byte, off, _ int64) (int, error) {
@@ -214,6 +224,7 @@ func (fs *fillSource) readAt(p []byte, off, _ int64) (int, error) {
 	if off != r.pos {
 		r.f.mu.Lock()
 		r.pos = max(r.pos, off)
+		r.f.wakeForReaders()
 		r.f.mu.Unlock()
 	}
 	n, err := r.Read(p)

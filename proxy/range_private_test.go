@@ -135,3 +135,40 @@ func TestPrivateFetchSharedByWaiters(t *testing.T) {
 		t.Errorf("origin saw %q: %d Range requests for %d waiters of one probe, want 1", seen, ranged, n)
 	}
 }
+
+// TestFillWakesForReaderAhead: a handler that joined the fill behind a
+// cold range counts as a reader at 0 until it registers; when it then
+// registers ahead of the window, the fill waiting for that window must go
+// on at once, not after FillLagWait.
+func TestFillWakesForReaderAhead(t *testing.T) {
+	no := &noValidatorOrigin{body: bigBody(1 << 20), gate: newGate()}
+	p := newPair(t, no.handler, func(o *Options) {
+		o.SliceSize, o.FillWindow, o.FillLagWait = testSlice, 2, time.Minute
+	})
+	defer no.gate.open()
+	getRange(t, p, "900000-900099", no.body) // the probe answers; the fill starts behind it
+	var f *fill
+	waitFor(t, func() bool { f = p.srv.fills.joinExisting(keyOf(p, "/obj")); return f != nil })
+	no.gate.open() // the fill fills its window, then waits for the joined handler
+	waitFor(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.waiting && f.received >= 2*testSlice
+	})
+	r := f.newReaderAt(900000)
+	defer r.Close()
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 100)
+		_, err := (&fillSource{r: r}).readAt(buf, 900000, 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the fill did not go on once its last handler registered ahead of the window")
+	}
+}
