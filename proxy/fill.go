@@ -229,12 +229,7 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 	}
 	f, leader, ok := s.fills.joinSince(s, st.key, st.fmark)
 	for n := 0; !ok; n++ {
-		// lookup starts from the URL's key (lookupVariant may have moved
-		// st.key to a variant's) and takes the marks again.
-		st.key = append(st.key[:0], st.pkey...)
-		st.mkey = metaKey(st.mkey[:0], st.key)
-		st.fmark = s.fills.mark(st.key)
-		if cs = s.lookup(ctx, st, o); cs.hit() {
+		if cs = s.lookupAgain(ctx, st, o); cs.hit() {
 			return
 		}
 		if n+1 >= maxRechecks {
@@ -284,6 +279,17 @@ func (f *fill) status(cs cacheStatus, leader bool) cacheStatus {
 		cs = cs.unstored()
 	}
 	return cs
+}
+
+// lookupAgain is lookup for a request that has been looked up before: it
+// starts again from the URL's key (lookupVariant may have moved st.key
+// to a variant's, which lookup would take for the URL's) and takes the
+// fill mark again.
+func (s *Server) lookupAgain(ctx *fasthttp.RequestCtx, st *reqState, o *origin) cacheStatus {
+	st.key = append(st.key[:0], st.pkey...)
+	st.mkey = metaKey(st.mkey[:0], st.key)
+	st.fmark = s.fills.mark(st.key)
+	return s.lookup(ctx, st, o)
 }
 
 // startFill builds the origin request from the client's and starts the

@@ -128,7 +128,7 @@ func (s *Server) rangeMiss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs
 	case state == fetchRedirect:
 		if f := s.fills.joinExisting(st.key); f != nil {
 			s.serveFillRanged(ctx, o, cs, f, false)
-		} else if c := s.lookup(ctx, st, o); !c.hit() {
+		} else if c := s.lookupAgain(ctx, st, o); !c.hit() {
 			s.miss(ctx, st, o, c) // the fill ended (stored or not) before we could join it
 		}
 	case errors.Is(err, errNoValidator):
