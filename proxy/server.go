@@ -468,6 +468,10 @@ func smuggled(raw []byte) bool {
 // slogPrintf adapts a slog.Logger to fasthttp's Logger.
 type slogPrintf struct{ l *slog.Logger }
 
+// NewPrintfLogger adapts l to fasthttp's Logger, as the Server's own
+// fasthttp.Server logs.
+func NewPrintfLogger(l *slog.Logger) fasthttp.Logger { return slogPrintf{l} }
+
 func (p slogPrintf) Printf(format string, args ...any) {
 	p.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
 }

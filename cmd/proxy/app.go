@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +37,11 @@ type app struct {
 	admin    *proxy.Admin
 	srv      *fasthttp.Server // client listeners (plain and TLS)
 	adminSrv *fasthttp.Server
-	access   *accessLog // nil when access_log.path is empty
+	// adminGate is adminSrv's handler: the admin handler once start is
+	// done, a starting answer before.
+	adminGate adminGate
+	adminLn   net.Listener // bound before the cache opens (listenAdmin)
+	access    *accessLog   // nil when access_log.path is empty
 
 	serving  sync.WaitGroup
 	serveErr chan error // the first failure of a Serve; buffered for all
@@ -59,6 +64,12 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 			a.shutdown()
 		}
 	}()
+	// The admin listener opens first: while the cache opens (a checkpoint
+	// load, or a scan after a crash), /healthz says 200 and /readyz 503
+	// (adminGate).
+	if err := a.listenAdmin(cfg); err != nil {
+		return a, err
+	}
 	if err := a.openCache(p); err != nil {
 		return a, err
 	}
@@ -79,16 +90,15 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	if err := a.openAccessLog(cfg, reg); err != nil {
 		return a, err
 	}
-	a.adminSrv = &fasthttp.Server{Handler: a.admin.Handler, Name: "strata-admin",
-		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
-		Logger: a.proxy.HTTPServer().Logger}
+	admin := a.admin.Handler
 	if pprof {
-		a.adminSrv.Handler = withPprof(a.adminSrv.Handler)
+		admin = withPprof(admin)
 		logger.Info("pprof on the admin listener at /debug/pprof/")
 	}
 	if err := a.listen(cfg); err != nil {
 		return a, err
 	}
+	a.adminGate.open(admin)
 	a.admin.SetReady(true)
 	return a, nil
 }
@@ -203,9 +213,6 @@ func (a *app) listen(cfg *configs.Config) error {
 			})
 		}
 	}
-	if err == nil {
-		err = bind("admin", "http", cfg.AdminListen, a.adminSrv.Serve)
-	}
 	if err != nil {
 		for _, b := range lns {
 			b.ln.Close()
@@ -213,16 +220,66 @@ func (a *app) listen(cfg *configs.Config) error {
 		return err
 	}
 	for _, b := range lns {
-		a.serve(b.name, b.scheme, b.ln, b.serve)
+		a.serve(b.name, b.scheme, b.ln, b.serve, true)
+	}
+	if a.adminLn != nil {
+		logListening(a.log, "admin", "http", a.adminLn)
 	}
 	return nil
 }
 
+// logListening logs that a listener serves. Scripts and tests read these
+// lines: the admin listener's comes last, once the client listeners are
+// up, although it serves (adminGate) from before the cache opens.
+func logListening(log *slog.Logger, name, scheme string, ln net.Listener) {
+	log.Info(fmt.Sprintf("%s listening on %s://%s", name, scheme, ln.Addr()))
+}
+
+// listenAdmin opens the admin listener behind adminGate, before the
+// cache is open.
+func (a *app) listenAdmin(cfg *configs.Config) error {
+	a.adminSrv = &fasthttp.Server{Handler: a.adminGate.serve, Name: "strata-admin",
+		ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute, CloseOnShutdown: true,
+		Logger: proxy.NewPrintfLogger(a.log)}
+	ln, err := a.bind("admin-http", cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("strata: admin listener: %w", err)
+	}
+	a.adminLn = ln
+	a.serve("admin", "http", ln, a.adminSrv.Serve, false)
+	return nil
+}
+
+// adminGate answers the admin listener while strata starts: /healthz 200
+// (the process is alive: a liveness probe must not restart it during a
+// long scan), anything else 503, /readyz included; once open, the admin
+// handler answers everything.
+type adminGate struct {
+	h atomic.Pointer[fasthttp.RequestHandler]
+}
+
+func (g *adminGate) open(h fasthttp.RequestHandler) { g.h.Store(&h) }
+
+func (g *adminGate) serve(ctx *fasthttp.RequestCtx) {
+	if h := g.h.Load(); h != nil {
+		(*h)(ctx)
+		return
+	}
+	if string(ctx.Path()) == "/healthz" {
+		ctx.SetBodyString("starting\n")
+		return
+	}
+	ctx.Error("strata: starting: the cache is not open yet\n", fasthttp.StatusServiceUnavailable)
+}
+
 // serve runs one listener; its failure (not a shutdown) is reported on
-// serveErr.
-func (a *app) serve(name, scheme string, ln net.Listener, serve func(net.Listener) error) {
+// serveErr. logged says whether to log "NAME listening on" now (see
+// logListening).
+func (a *app) serve(name, scheme string, ln net.Listener, serve func(net.Listener) error, logged bool) {
 	a.serving.Add(1)
-	a.log.Info(fmt.Sprintf("%s listening on %s://%s", name, scheme, ln.Addr()))
+	if logged {
+		logListening(a.log, name, scheme, ln)
+	}
 	go func() {
 		defer a.serving.Done()
 		if err := serve(ln); err != nil {
