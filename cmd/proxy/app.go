@@ -100,6 +100,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 	}
 	a.adminGate.open(admin)
 	a.admin.SetReady(true)
+	logListening(a.log, "admin", "http", a.adminLn) // last: ready when read
 	return a, nil
 }
 
@@ -222,15 +223,12 @@ func (a *app) listen(cfg *configs.Config) error {
 	for _, b := range lns {
 		a.serve(b.name, b.scheme, b.ln, b.serve, true)
 	}
-	if a.adminLn != nil {
-		logListening(a.log, "admin", "http", a.adminLn)
-	}
 	return nil
 }
 
 // logListening logs that a listener serves. Scripts and tests read these
-// lines: the admin listener's comes last, once the client listeners are
-// up, although it serves (adminGate) from before the cache opens.
+// lines: the admin listener's comes last, once strata is ready, although
+// it serves (adminGate) from before the cache opens.
 func logListening(log *slog.Logger, name, scheme string, ln net.Listener) {
 	log.Info(fmt.Sprintf("%s listening on %s://%s", name, scheme, ln.Addr()))
 }
