@@ -62,12 +62,17 @@ type s3Origin struct {
 	log    *slog.Logger
 	expose []string // lower-case names; a trailing '*' is a prefix
 
-	budget     atomic.Int64 // retry tokens, in tenths (s3BudgetCap at most)
-	lastLog    atomic.Int64 // unix nanos of the last credentials log line
-	throttled  atomic.Uint64
-	retries    atomic.Uint64
-	negatives  atomic.Uint64
-	credErrors atomic.Uint64
+	budget  atomic.Int64 // retry tokens, in tenths (s3BudgetCap at most)
+	lastLog atomic.Int64 // unix nanos of the last credentials log line
+	c       *s3Counters  // the Server's (newSettings): they outlive a reload's origins
+}
+
+// s3Counters are the S3 origins' metrics (registerS3Metrics). The Server
+// owns one set, shared by the origins of every settings snapshot, so that
+// a reload, which builds new origins, neither resets the counts nor has
+// to keep the replaced origins to sum them.
+type s3Counters struct {
+	throttled, retries, negatives, credErrors atomic.Uint64
 }
 
 const (
@@ -86,7 +91,7 @@ func newS3Origin(so *S3Options, host string) (*s3Origin, error) {
 		return nil, fmt.Errorf("%w: s3 bucket %s: %v", ErrInvalidOptions, so.Bucket, err)
 	}
 	o := &s3Origin{opts: *so, signer: s3.NewSigner(creds, so.Region), host: []byte(host),
-		name: host + " bucket " + so.Bucket, log: so.Logger}
+		name: host + " bucket " + so.Bucket, log: so.Logger, c: new(s3Counters)}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
@@ -132,19 +137,19 @@ func (so *s3Origin) do(ctx context.Context, o *origin, req *fasthttp.Request, re
 		eb, body := so.readError(resp)
 		switch s3.Classify(status, eb.Code) {
 		case s3.ClassMissing:
-			so.negatives.Add(1)
+			so.c.negatives.Add(1)
 			so.synthesize(resp, req.Header.IsHead(), status, so.opts.NotFoundTTL, eb.Code)
 			return nil
 		case s3.ClassDenied:
-			so.negatives.Add(1)
+			so.c.negatives.Add(1)
 			so.synthesize(resp, req.Header.IsHead(), status, so.opts.DeniedTTL, eb.Code)
 			return nil
 		case s3.ClassCredentials:
-			so.credErrors.Add(1)
+			so.c.credErrors.Add(1)
 			so.logCredentials(status, &eb)
 			return fmt.Errorf("%w: %d %s", ErrS3Credentials, status, eb.Code)
 		case s3.ClassRetry:
-			so.throttled.Add(1)
+			so.c.throttled.Add(1)
 			wait, ok := so.backoff(attempt, &resp.Header, waited)
 			if !ok {
 				so.log.Debug("s3 throttled: giving up", "origin", so.name, "status", status, "code", eb.Code,
@@ -156,7 +161,7 @@ func (so *s3Origin) do(ctx context.Context, o *origin, req *fasthttp.Request, re
 				return fmt.Errorf("%w: %v", ErrOriginUnreachable, err)
 			}
 			waited += wait
-			so.retries.Add(1)
+			so.c.retries.Add(1)
 			continue
 		}
 		so.noteAnswer(resp)

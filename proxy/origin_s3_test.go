@@ -142,7 +142,7 @@ func TestS3Negative(t *testing.T) {
 			t.Fatalf("%s: bucket asked %d times after the TTL, want 2", tc.path, got)
 		}
 	}
-	if got := p.srv.set.Load().router.all[0].s3.negatives.Load(); got != 4 {
+	if got := p.srv.set.Load().router.all[0].s3.c.negatives.Load(); got != 4 {
 		t.Errorf("negatives %d, want 4", got)
 	}
 }
@@ -186,8 +186,8 @@ func TestS3Retry(t *testing.T) {
 				t.Fatalf("status %d, bucket asked %d times; want %d, %d", resp.StatusCode(), p.hits.Load(), tc.wantStatus, tc.wantHits)
 			}
 			so := p.srv.set.Load().router.all[0].s3
-			if so.throttled.Load() != uint64(min(tc.fails, int(tc.wantHits))) {
-				t.Errorf("throttled %d", so.throttled.Load())
+			if so.c.throttled.Load() != uint64(min(tc.fails, int(tc.wantHits))) {
+				t.Errorf("throttled %d", so.c.throttled.Load())
 			}
 			if got := testutil.ToFloat64(p.srv.m.originErrors[faultOf(ErrOriginThrottled)]); tc.wantStatus == 503 && got != 1 {
 				t.Errorf("throttled origin errors %v", got)

@@ -55,8 +55,9 @@ type Server struct {
 	wg     sync.WaitGroup // running fills
 	closed atomic.Bool
 
-	reloadMu sync.Mutex // serialises Reload and Close's closing of routers
-	retired  []*router  // routers replaced by Reload, closed again at Close
+	reloadMu sync.Mutex  // serialises Reload and Close's closing of routers
+	retired  []*router   // the last routers Reload replaced (maxRetired), closed again at Close
+	s3c      *s3Counters // the S3 origins' counters, shared by every settings snapshot
 }
 
 // reqState is the pooled per-request scratch of the handler.
@@ -97,7 +98,8 @@ func New(store Store, opts Options) (*Server, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	set, err := newSettings(opts)
+	s3c := new(s3Counters)
+	set, err := newSettings(opts, s3c)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func New(store Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	s := &Server{opts: opts, store: store, m: m, purges: pu, loop: lp,
+	s := &Server{opts: opts, store: store, m: m, purges: pu, loop: lp, s3c: s3c,
 		via: []byte("1.1 " + opts.ViaName), cs: buildCacheStatus(opts.ViaName)}
 	s.set.Store(set)
 	if err := s.cz.init(&s.opts.Compress, opts.Registerer); err != nil {

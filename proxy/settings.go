@@ -50,11 +50,17 @@ func reloadable(dst, src *Options) {
 	dst.PurgeToken = src.PurgeToken
 }
 
-// newSettings builds a snapshot from opts (defaults filled, valid).
-func newSettings(opts Options) (*settings, error) {
+// newSettings builds a snapshot from opts (defaults filled, valid); its
+// S3 origins count into c.
+func newSettings(opts Options, c *s3Counters) (*settings, error) {
 	r, err := newRouter(opts.Origins)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range r.all {
+		if o.s3 != nil {
+			o.s3.c = c // not yet shared: the snapshot is not published
+		}
 	}
 	return &settings{opts: opts, router: r, token: []byte(opts.PurgeToken)}, nil
 }
@@ -82,16 +88,27 @@ func (s *Server) Reload(opts Options) error {
 	if err := next.Validate(); err != nil {
 		return err
 	}
-	set, err := newSettings(next)
+	set, err := newSettings(next, s.s3c)
 	if err != nil {
 		return err
 	}
 	old := s.set.Swap(set)
 	s.deadlines.setTimeouts(next.ReadTimeout, next.ClientIdleTimeout, next.WriteTimeout)
 	old.router.close()
+	if len(s.retired) == maxRetired {
+		// Its requests have had maxRetired reloads to end; those that
+		// have not keep it alive and finish with it all the same.
+		s.retired[0].close()
+		s.retired = append(s.retired[:0], s.retired[1:]...)
+	}
 	s.retired = append(s.retired, old.router)
 	return nil
 }
+
+// maxRetired bounds the replaced routers kept to be closed again at Close
+// (their connections in use at the swap go idle later): without it, every
+// reload kept one for the life of the process.
+const maxRetired = 8
 
 // closeRouters closes the current router and every replaced one.
 func (s *Server) closeRouters() {

@@ -169,3 +169,28 @@ func TestReloadableFieldsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadsKeepBounded: reloads keep at most maxRetired replaced routers
+// (each reload used to keep one for the life of the process), and the S3
+// origins of every snapshot count into the Server's one set of counters,
+// so a reload neither resets the S3 metrics nor needs the old origins.
+func TestReloadsKeepBounded(t *testing.T) {
+	p := newPair(t, cacheable("x"), nil)
+	origins := append([]OriginOptions(nil), p.srv.cfg().Origins...)
+	origins[0].S3 = &S3Options{Bucket: "media", Region: "r", AccessKeyID: "AK", SecretAccessKey: "SK"}
+	origins[0].HostHeader = HostOrigin
+	for i := range 3 * maxRetired {
+		if err := p.srv.Reload(Options{Origins: origins}); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		if so := p.srv.set.Load().router.all[0].s3; so == nil || so.c != p.srv.s3c {
+			t.Fatalf("reload %d: the S3 origin does not count into the Server's counters", i)
+		}
+	}
+	p.srv.reloadMu.Lock()
+	n := len(p.srv.retired)
+	p.srv.reloadMu.Unlock()
+	if n != maxRetired {
+		t.Errorf("%d replaced routers kept after %d reloads, want %d", n, 3*maxRetired, maxRetired)
+	}
+}
