@@ -54,7 +54,6 @@ type connShard struct {
 // connArmed holds a connection's armed deadlines, as time since epoch.
 type connArmed struct{ read, write time.Duration }
 
-// init sets the timeouts; write <= 0 is none.
 // clientTimeouts are ReadTimeout, ClientIdleTimeout and WriteTimeout (0:
 // none) with their lazy margins.
 type clientTimeouts struct {
@@ -62,6 +61,7 @@ type clientTimeouts struct {
 	idleLazy, writeLazy time.Duration
 }
 
+// init sets the timeouts; write <= 0 is none.
 func (d *connDeadlines) init(read, idle, write time.Duration) {
 	d.epoch, d.seed = time.Now(), maphash.MakeSeed()
 	d.setTimeouts(read, idle, write)
