@@ -29,3 +29,30 @@ func TestCoarseTime(t *testing.T) {
 		t.Errorf("line stamped %v, want within [%v, %v]", got, before, after)
 	}
 }
+
+// TestClockWhileWriteBlocks: a write stuck on a slow disk does not stop
+// the clock (it did when the writer kept it: lines were stamped seconds
+// late on a loaded machine).
+func TestClockWhileWriteBlocks(t *testing.T) {
+	w := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	l, err := Open(Options{Path: "-", Stdout: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(entry())
+	select {
+	case <-w.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer never wrote")
+	}
+	l.sec.Store(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for l.sec.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(clockEvery)
+	}
+	if l.sec.Load() == 0 {
+		t.Error("the clock stood still while a write blocked")
+	}
+	close(w.release)
+	closeLog(t, l)
+}

@@ -17,7 +17,7 @@
 // writes (the lines in them are lost) in
 // strata_access_log_write_errors_total.
 //
-// The writer also keeps a coarse clock (the second, refreshed every 10 ms)
+// A goroutine beside the writer keeps a coarse clock (the second, every 10 ms)
 // that stamps lines written without a time: the combined format shows
 // only the second, so its callers need not read the clock per request
 // (Log.Timed).

@@ -46,10 +46,11 @@ type Log struct {
 	closed bool         // under mu
 	sec    atomic.Int64 // unix seconds, every clockEvery: the time of a line without one
 
-	reopen chan chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	m      metrics
+	reopen    chan chan struct{}
+	stop      chan struct{}
+	done      chan struct{} // the writer has stopped
+	clockDone chan struct{} // ... and so has the clock
+	m         metrics
 
 	// Owned by the writer goroutine.
 	out     io.Writer
@@ -79,7 +80,8 @@ func Open(opts Options) (*Log, error) {
 	nb := max(2, budget/bb)
 	l := &Log{opts: opts, json: opts.Format == FormatJSON, batchBytes: bb,
 		buf: make([]byte, 0, bb+stackLine), full: make(chan batch, nb), spare: make(chan []byte, nb+1),
-		reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		clockDone: make(chan struct{})}
 	if err := l.newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
@@ -88,7 +90,25 @@ func Open(opts Options) (*Log, error) {
 	}
 	l.sec.Store(time.Now().Unix())
 	go l.run()
+	go l.tick()
 	return l, nil
+}
+
+// tick keeps the coarse clock. It is not the writer's job: a write that
+// blocks on a slow disk would leave every line meanwhile with a stale
+// time. It stops when the writer does.
+func (l *Log) tick() {
+	defer close(l.clockDone)
+	clock := time.NewTicker(clockEvery)
+	defer clock.Stop()
+	for {
+		select {
+		case now := <-clock.C:
+			l.sec.Store(now.Unix())
+		case <-l.done:
+			return
+		}
+	}
 }
 
 func (l *Log) newMetrics(reg prometheus.Registerer) error {
@@ -205,11 +225,13 @@ func (l *Log) Close(ctx context.Context) error {
 	l.mu.Unlock()
 	if was {
 		<-l.done
+		<-l.clockDone
 		return nil
 	}
 	close(l.stop)
 	select {
 	case <-l.done:
+		<-l.clockDone
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -230,14 +252,10 @@ func (l *Log) run() {
 	}()
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
-	clock := time.NewTicker(clockEvery)
-	defer clock.Stop()
 	for {
 		select {
 		case b := <-l.full:
 			l.write(b)
-		case now := <-clock.C:
-			l.sec.Store(now.Unix())
 		case <-t.C:
 			l.writeBuffered()
 		case ack := <-l.reopen:

@@ -116,14 +116,20 @@ func TestWriteAndClose(t *testing.T) {
 	}
 }
 
-// blockingWriter blocks every Write until released.
+// blockingWriter blocks every Write until released; entered, if not
+// nil, hears of a Write that blocks.
 type blockingWriter struct {
+	entered chan struct{}
 	release chan struct{}
 	mu      sync.Mutex
 	n       int
 }
 
 func (b *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
 	<-b.release
 	b.mu.Lock()
 	b.n += strings.Count(string(p), "\n")
