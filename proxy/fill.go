@@ -20,8 +20,8 @@ import (
 //
 // A miss joins the fill for its key in a sharded in-flight map, or starts one.
 // The fill runs in a goroutine owned by the Server, with its own context
-// (derived from the Server's lifetime, bounded by FillTimeout): a client that
-// leaves does not cancel it. It asks the origin for the whole GET, made
+// (an opLife: bounded by FillTimeout and ended by the Server's Close): a
+// client that leaves does not cancel it. It asks the origin for the whole GET, made
 // conditional on the stored record's validators when it revalidates one (a 304
 // refreshes the record in place, see revalidate.go). When the headers arrive,
 // httpcache.StoreDecision says whether the response may be stored (a varying
@@ -45,8 +45,8 @@ import (
 
 // A fill is one origin fetch shared by every request for its key that
 // arrives while it runs (request coalescing). It is run by its own
-// goroutine, owned by the Server (wg, cancelled through s.life), with a
-// context of its own: no client's disconnect cancels it.
+// goroutine, owned by the Server (wg, ended by Close through s.lives), with
+// a context of its own: no client's disconnect cancels it.
 //
 // Body buffering: the fill keeps a window of FillWindow slice buffers;
 // slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
@@ -107,6 +107,9 @@ type fill struct {
 	// unpaced: a wait for room in the store's write queues ran out; the
 	// fill inserts without waiting from then on (paced). Fill goroutine only.
 	unpaced bool
+	// life is the fill's context: FillTimeout, and the Server's Close
+	// (fill_life.go).
+	life opLife
 }
 
 type fillState uint8
@@ -330,12 +333,13 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 // one write (serveFill); any other body is pumped by a goroutine of its
 // own while the leader and its followers stream it.
 func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
+	f.life.start(&s.lives, s.life, s.cfg().FillTimeout)
+	ctx := &f.life
 	resp := fasthttp.AcquireResponse()
 	inline := true
 	defer func() {
 		if inline {
-			s.closeFill(f, cancel, recover())
+			s.closeFill(f, recover())
 		}
 	}()
 	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
@@ -351,13 +355,13 @@ func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcach
 	if cl := resp.Header.ContentLength(); cl < 0 || cl > smallFillBytes {
 		inline = false
 		go func() {
-			defer s.endFill(f, cancel)
-			s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+			defer s.endFill(f)
+			s.fillFrom(f, &req.Header, resp, &rp, reqTime, respTime)
 			fasthttp.ReleaseRequest(req)
 		}()
 		return
 	}
-	s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+	s.fillFrom(f, &req.Header, resp, &rp, reqTime, respTime)
 	fasthttp.ReleaseRequest(req)
 }
 
@@ -403,8 +407,9 @@ func (f *fill) wholeBody() ([]byte, bool) {
 
 // runFill is the fill goroutine.
 func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
-	defer s.endFill(f, cancel)
+	f.life.start(&s.lives, s.life, s.cfg().FillTimeout)
+	ctx := &f.life
+	defer s.endFill(f)
 	resp := fasthttp.AcquireResponse()
 	reqTime, respTime, refreshed, err := s.exchange(ctx, f, o, req, resp, &rp)
 	if err != nil || refreshed {
@@ -416,25 +421,25 @@ func (s *Server) runFill(f *fill, o *origin, req *fasthttp.Request, rp httpcache
 		}
 		return
 	}
-	s.fillFrom(ctx, f, &req.Header, resp, &rp, reqTime, respTime)
+	s.fillFrom(f, &req.Header, resp, &rp, reqTime, respTime)
 	fasthttp.ReleaseRequest(req)
 }
 
 // endFill is the deferred end of a fill goroutine: it turns a panic into
 // a failure and gives back the fill's reference and slot.
-func (s *Server) endFill(f *fill, cancel context.CancelFunc) {
-	s.closeFill(f, cancel, recover())
+func (s *Server) endFill(f *fill) {
+	s.closeFill(f, recover())
 }
 
 // closeFill is endFill with the panic value p its caller recovered (nil
 // when none): recover works only when called by the deferred function
 // itself, which for leadFill's inline path is a closure.
-func (s *Server) closeFill(f *fill, cancel context.CancelFunc, p any) {
+func (s *Server) closeFill(f *fill, p any) {
 	if p != nil {
 		s.opts.Logger.Error("proxy: fill panicked", "panic", p)
 		f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
 	}
-	cancel()
+	f.life.finish()
 	s.fills.remove(f)
 	if f.large {
 		s.nlarge.Add(-1)
@@ -471,11 +476,12 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 }
 
 // fillFrom runs the fill from the origin's response (headers read, body
-// streaming); it takes ownership of resp. A slice fetch whose origin
+// streaming) within f's life, started by the caller; it takes ownership
+// of resp. A slice fetch whose origin
 // ignored Range enters here too (adoptFill).
 // req is the request sent to the origin (its header selects the variant);
 // the caller keeps ownership of it.
-func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
+func (s *Server) fillFrom(f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
 	var si httpcache.StoreInfo
 	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.cfg().Policy)
 	s.consumeSurrogate(&resp.Header)
@@ -493,16 +499,11 @@ func (s *Server) fillFrom(ctx context.Context, f *fill, req *fasthttp.RequestHea
 		return
 	}
 	f.start(&si, resp, reqTime, respTime)
-	stop := context.AfterFunc(ctx, func() {
-		closeBody(body, ctx.Err())
-		f.mu.Lock()
-		f.cond.Broadcast()
-		f.mu.Unlock()
-	})
-	err := f.pump(ctx, body)
-	stop()
+	f.life.watch(body, &f.cond)
+	err := f.pump(&f.life, body)
+	f.life.unwatch()
 	if err != nil {
-		s.fillFailed(ctx, f, err)
+		s.fillFailed(&f.life, f, err)
 	}
 	resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)

@@ -94,7 +94,8 @@ func BenchmarkMiss(b *testing.B) {
 // TestMissAllocs bounds the allocations of a 1 KiB miss, the origin
 // exchange and the test store's copy included (29 when written: fasthttp's
 // streamed client response ~5, the fill, its context and deadline, the
-// stored headers, the store's copy).
+// stored headers, the store's copy; 21 since the fill's context is its
+// opLife, whose timer is the one allocation left of the 8 it took).
 func TestMissAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -115,7 +116,7 @@ func TestMissAllocs(t *testing.T) {
 	if store.Len() < 200+n {
 		t.Fatalf("%d stored", store.Len())
 	}
-	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 32 {
-		t.Errorf("%.1f allocations per miss, want <= 32", per)
+	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 24 {
+		t.Errorf("%.1f allocations per miss, want <= 24", per)
 	}
 }

@@ -50,8 +50,9 @@ type Server struct {
 	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
 	deadlines  connDeadlines // client connection deadlines (deadlines.go)
 
-	life   context.Context // parent of every fill; cancelled by Close
+	life   context.Context // the Server's; cancelled by Close, with lives
 	cancel context.CancelFunc
+	lives  lifeSet        // the contexts of running fills and slice fetches (fill_life.go)
 	wg     sync.WaitGroup // running fills
 	closed atomic.Bool
 
@@ -166,12 +167,19 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		s.cancel()
+		s.abort()
 		<-done
 	}
-	s.cancel()
+	s.abort()
 	s.closeRouters()
 	return err
+}
+
+// abort cancels the Server's context and ends every fill's and slice
+// fetch's (a life starting after this sees the first and ends at once).
+func (s *Server) abort() {
+	s.cancel()
+	s.lives.cancelAll()
 }
 
 // serve is the fasthttp handler: handler, then the response's write

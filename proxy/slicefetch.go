@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -64,8 +63,9 @@ type sliceFetch struct {
 	// (borrowing obj) once the fetch runs in that mode.
 	base    []byte
 	digests bool
-	unpaced bool // see fill.unpaced; fetch goroutine only
-	private bool // fetchPrivate: nothing is stored; fetch goroutine only
+	unpaced bool   // see fill.unpaced; fetch goroutine only
+	private bool   // fetchPrivate: nothing is stored; fetch goroutine only
+	life    opLife // the fetch's context (fill_life.go)
 }
 
 type fetchState uint8
@@ -244,13 +244,14 @@ func (s *Server) storedSlice(key []byte, rec *object, i int, scratch *[]byte) bo
 
 // runFetch is the fetch goroutine.
 func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp httpcache.RequestPolicy) {
-	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
+	sf.life.start(&s.lives, s.life, s.cfg().FillTimeout)
+	ctx := &sf.life
 	defer func() {
 		if p := recover(); p != nil {
 			s.opts.Logger.Error("proxy: slice fetch panicked", "panic", p)
 			sf.fail(fmt.Errorf("proxy: slice fetch panicked: %v", p))
 		}
-		cancel()
+		sf.life.finish()
 		s.fetches.leave(sf)
 		sf.release()
 		s.nfills.Add(-1)
@@ -272,7 +273,7 @@ func (s *Server) runFetch(sf *sliceFetch, o *origin, req *fasthttp.Request, rp h
 	switch resp.StatusCode() {
 	case fasthttp.StatusPartialContent:
 		if err = sf.accept(resp, &rp, reqTime, respTime); err == nil {
-			err = sf.pumpBody(ctx, resp.BodyStream())
+			err = sf.pumpBody(resp.BodyStream())
 		}
 		if err != nil {
 			sf.fail(err)
@@ -306,25 +307,21 @@ func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fa
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
-	ctx, cancel := context.WithTimeout(s.life, s.cfg().FillTimeout)
-	defer s.endFill(f, cancel) // drops the reference join gave this goroutine
-	s.fillFrom(ctx, f, req, resp, rp, reqTime, respTime)
+	f.life.start(&s.lives, s.life, s.cfg().FillTimeout)
+	defer s.endFill(f) // drops the reference join gave this goroutine
+	s.fillFrom(f, req, resp, rp, reqTime, respTime)
 	return true
 }
 
 // pumpBody copies the body into the slice buffers, inserting each
 // completed slice into the store, and checks the length at the end.
-func (sf *sliceFetch) pumpBody(ctx context.Context, body io.Reader) error {
+// The fetch's life closes body when it ends.
+func (sf *sliceFetch) pumpBody(body io.Reader) error {
 	if body == nil {
 		return fmt.Errorf("%w: no body", ErrTruncated)
 	}
-	stop := context.AfterFunc(ctx, func() {
-		closeBody(body, ctx.Err())
-		sf.mu.Lock()
-		sf.cond.Broadcast()
-		sf.mu.Unlock()
-	})
-	defer stop()
+	sf.life.watch(body, &sf.cond)
+	defer sf.life.unwatch()
 	hdr, sz := sliceHeaderLen, int(sf.sz)
 	for sf.received < sf.want {
 		k := int(sf.received / sf.sz)
