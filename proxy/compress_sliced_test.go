@@ -63,6 +63,25 @@ func variantEntries(p *pair) int {
 	return n
 }
 
+// expectEdgeHit checks that r, the answer to a client sending
+// Accept-Encoding ae, is a hit on the representation in coding ce with
+// tag etag, whole, decoding to body.
+func expectEdgeHit(t *testing.T, r *fasthttp.Response, ae, ce, etag string, body []byte) {
+	t.Helper()
+	if !strings.HasPrefix(string(r.Header.Peek("Cache-Status")), "strata; hit") {
+		t.Fatalf("%q: Cache-Status %s", ae, r.Header.Peek("Cache-Status"))
+	}
+	expectHeader(t, r, "Content-Encoding", ce)
+	expectHeader(t, r, "ETag", etag)
+	expectHeader(t, r, "Vary", "Accept-Encoding")
+	if r.Header.ContentLength() != len(r.Body()) {
+		t.Errorf("%q: Content-Length %d for %d bytes", ae, r.Header.ContentLength(), len(r.Body()))
+	}
+	if got := decode(t, ce, r.Body()); !bytes.Equal(got, body) {
+		t.Fatalf("%q: decoded body differs (%d bytes)", ae, len(got))
+	}
+}
+
 // TestCompressSliced: a compressible body of several slices is stored as
 // identity, gzip and br representations, each sliced under its own key;
 // GET, HEAD, ranges across slices, multipart ranges and If-Range serve
@@ -83,18 +102,7 @@ func TestCompressSliced(t *testing.T) {
 		{"identity", "", `"v1"`, "identity"},
 	} {
 		r := p.get("/big", "Accept-Encoding", c.ae)
-		if !strings.HasPrefix(string(r.Header.Peek("Cache-Status")), "strata; hit") {
-			t.Fatalf("%q: Cache-Status %s", c.ae, r.Header.Peek("Cache-Status"))
-		}
-		expectHeader(t, r, "Content-Encoding", c.ce)
-		expectHeader(t, r, "ETag", c.etag)
-		expectHeader(t, r, "Vary", "Accept-Encoding")
-		if r.Header.ContentLength() != len(r.Body()) {
-			t.Errorf("%q: Content-Length %d for %d bytes", c.ae, r.Header.ContentLength(), len(r.Body()))
-		}
-		if got := decode(t, c.ce, r.Body()); !bytes.Equal(got, body) {
-			t.Fatalf("%q: decoded body differs (%d bytes)", c.ae, len(got))
-		}
+		expectEdgeHit(t, r, c.ae, c.ce, c.etag, body)
 		o, ok := edgeRecord(p, c.coding)
 		if !ok || o.inline() || o.slices() < 3 || o.EdgeCoded != (c.ce != "") || o.BodyLen != int64(len(r.Body())) {
 			t.Fatalf("%s record: found %v, %d slices, edge-coded %v, %d bytes", c.coding, ok, o.slices(), o.EdgeCoded, o.BodyLen)
