@@ -290,15 +290,18 @@ func edgeVaryKey(coding []byte) []byte {
 
 // publishEdgeIndex writes the index x in place of j's record under the
 // URL's key, if that key still holds it (same generation): a purge or a
-// newer fill in between wins, and the variants just written are orphans
-// that age out.
+// newer fill in between wins, and the variants just written, which
+// nothing can reach, are removed.
 func (s *Server) publishEdgeIndex(j *compressJob, x *variantIndex) {
 	m := s.vlocks.lock(j.pkey)
 	defer m.Unlock()
 	mkey := metaKey(nil, j.pkey)
 	var cur object
 	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != j.obj.Gen {
-		return // purged or replaced since the commit
+		for _, vk := range x.Keys { // purged or replaced since the commit
+			s.removeObject(variantKey(nil, j.pkey, x.Epoch, vk))
+		}
+		return
 	}
 	s.store.Insert(mkey, appendVariantIndex(nil, x), j.expiry)
 }

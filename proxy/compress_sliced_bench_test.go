@@ -45,14 +45,7 @@ func BenchmarkCompressSliced(b *testing.B) {
 			defer p.close()
 			p.get("/c")
 			p.settle()
-			j := &compressJob{}
-			p.store.mu.Lock()
-			for k, v := range p.store.m {
-				if k[0] == metaKeyPrefix && decodeObject(&j.obj, v) == nil {
-					j.pkey = []byte(k[1:])
-				}
-			}
-			p.store.mu.Unlock()
+			j := storedJob(b, p)
 			if j.obj.slices() < 2 {
 				b.Fatalf("record of %d slices", j.obj.slices())
 			}

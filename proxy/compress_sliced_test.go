@@ -381,3 +381,45 @@ func TestCompressSlicedVersions(t *testing.T) {
 		t.Errorf("checked %d of %d ranges, %d of sliced compressed representations", checked, len(ranges), coded)
 	}
 }
+
+// storedJob returns a compression job for the record stored under p's
+// one primary key (stored with compression off), and that key.
+func storedJob(t testing.TB, p *pair) *compressJob {
+	t.Helper()
+	j := &compressJob{}
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	for k, v := range p.store.m {
+		if k[0] == metaKeyPrefix && !strings.Contains(k, "\x00v") && decodeObject(&j.obj, append([]byte(nil), v...)) == nil {
+			j.pkey = []byte(k[1:])
+			return j
+		}
+	}
+	t.Fatal("no record stored")
+	return nil
+}
+
+// TestCompressSlicedReplaced: when the URL's record changed between the
+// fill's commit and the end of the compression (a newer version stored),
+// the index does not go in, and the representations just written are
+// removed: the newer record stays, alone.
+func TestCompressSlicedReplaced(t *testing.T) {
+	p := newPair(t, edgeOrigin(wordText(300<<10, 8), "Content-Type", "text/plain", "ETag", `"r"`),
+		func(o *Options) { o.Compress.Disable = true })
+	p.get("/r")
+	p.settle()
+	j := storedJob(t, p)
+	newer := j.obj
+	newer.Gen++
+	mkey := metaKey(nil, j.pkey)
+	p.store.Insert(mkey, appendObject(nil, &newer), time.Time{})
+	p.srv.storeCompressedSliced(j)
+	if n := variantEntries(p); n != 0 {
+		t.Errorf("%d entries left under variant keys", n)
+	}
+	v, _, ok := p.store.Get(mkey, nil)
+	var o object
+	if !ok || isVariantIndex(v) || decodeObject(&o, v) != nil || o.Gen != newer.Gen {
+		t.Fatal("the newer record was replaced")
+	}
+}
