@@ -78,10 +78,12 @@ type CompressOptions struct {
 	// (below it headers dominate and the saving is small).
 	MinSize int
 	// MaxSize: bodies longer than this are not compressed. Default
-	// DefaultCompressMaxSize. A body longer than a slice is compressed as
-	// a stream (compress_sliced.go): its memory does not grow with its
-	// length, its CPU time does, and it holds a compression slot that
-	// long.
+	// DefaultCompressMaxSize, 8 MiB: br-6 compresses 8-65 MB/s of text
+	// per core (Go source the slowest of those measured, JSON the
+	// fastest), so such a body costs up to about a second of one core,
+	// once. A body longer than a slice is compressed as a stream
+	// (compress_sliced.go): its memory does not grow with its length,
+	// its CPU time does, and it holds a compression slot that long.
 	MaxSize int64
 	// GzipLevel (1..9) and BrotliQuality (0..11). Defaults 6 and 6: once
 	// per object, near the best ratio for the CPU.
