@@ -423,3 +423,27 @@ func TestCompressSlicedReplaced(t *testing.T) {
 		t.Fatal("the newer record was replaced")
 	}
 }
+
+// TestCompressSlicedOneAtATime: while a sliced body is being compressed,
+// another one is left as it came (counted), and a small body still finds
+// the other slot.
+func TestCompressSlicedOneAtATime(t *testing.T) {
+	small := compressText(4 << 10)
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		body := wordText(300<<10, 9)
+		if r.URL.Path == "/small" {
+			body = small
+		}
+		edgeOrigin(body, "Content-Type", "text/plain")(w, r)
+	}, nil)
+	p.srv.cz.sliced <- struct{}{} // a sliced body in compression
+	p.get("/big", "Accept-Encoding", "gzip")
+	p.get("/small", "Accept-Encoding", "gzip")
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 && len(p.srv.cz.slots) == 0 })
+	<-p.srv.cz.sliced
+	if n := testutil.ToFloat64(p.srv.cz.skipped); n != 1 {
+		t.Errorf("skipped %v, want 1", n)
+	}
+	expectHeader(t, p.get("/big", "Accept-Encoding", "gzip"), "Content-Encoding", "")
+	expectHeader(t, p.get("/small", "Accept-Encoding", "gzip"), "Content-Encoding", "gzip")
+}

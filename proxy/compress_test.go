@@ -195,6 +195,8 @@ func TestCompressOptions(t *testing.T) {
 		{CompressOptions{Types: []string{"text"}}, false},
 		{CompressOptions{Types: []string{"text/html; q=1"}}, false},
 		{CompressOptions{MinSize: -1}, false},
+		{CompressOptions{MaxSize: -1}, false},
+		{CompressOptions{MaxSize: 2 << 30}, false},
 		{CompressOptions{GzipLevel: 10}, false},
 		{CompressOptions{BrotliQuality: 12}, false},
 	} {
