@@ -12,6 +12,7 @@ type Edge struct {
 	Compress        *bool    `yaml:"compress"`          // compress at the edge; default true
 	CompressTypes   []string `yaml:"compress_types"`    // media types ("type/sub" or "type/*"); default proxy.DefaultCompressTypes
 	CompressMinSize Size     `yaml:"compress_min_size"` // smaller bodies are left alone; default 1KiB
+	CompressMaxSize Size     `yaml:"compress_max_size"` // larger bodies are left alone; default 8MiB
 	GzipLevel       int      `yaml:"gzip_level"`        // 1..9; default 6
 	BrotliQuality   int      `yaml:"brotli_quality"`    // 1..11; default 6
 }
@@ -25,12 +26,14 @@ func (e *Edge) ensureDefaults() {
 		e.CompressTypes = append([]string(nil), proxy.DefaultCompressTypes...)
 	}
 	setSize(&e.CompressMinSize, proxy.DefaultCompressMinSize)
+	setSize(&e.CompressMaxSize, proxy.DefaultCompressMaxSize)
 	setInt(&e.GzipLevel, proxy.DefaultCompressGzipLevel)
 	setInt(&e.BrotliQuality, proxy.DefaultCompressBrotliQuality)
 }
 
 func (e *Edge) validate(ps *problems) {
 	checkRange(ps, "edge.compress_min_size", int64(e.CompressMinSize), 0, 1<<30)
+	checkRange(ps, "edge.compress_max_size", int64(e.CompressMaxSize), 0, 1<<30)
 	checkRange(ps, "edge.gzip_level", int64(e.GzipLevel), 1, 9)
 	checkRange(ps, "edge.brotli_quality", int64(e.BrotliQuality), 1, 11)
 	for _, t := range e.CompressTypes {
@@ -46,6 +49,7 @@ func (e *Edge) compressOptions() proxy.CompressOptions {
 		Disable:       e.Compress != nil && !*e.Compress,
 		Types:         e.CompressTypes,
 		MinSize:       int(e.CompressMinSize),
+		MaxSize:       int64(e.CompressMaxSize),
 		GzipLevel:     e.GzipLevel,
 		BrotliQuality: e.BrotliQuality,
 	}

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -263,13 +264,19 @@ func parseFloat(t testing.TB, s string) float64 {
 // TestEdgeCompression: a text page the origin sends uncompressed is
 // fetched once and served to gzip, br and identity clients (curl
 // --compressed decodes) from stored representations, each decoding to the
-// origin's bytes; the sample origin's random bytes, which do not pay to
-// compress, are served as identity to every coding, still from one fetch.
+// origin's bytes; so is a text of many slices, whose compressed
+// representations are sliced too and answer ranges of their own bytes;
+// the sample origin's random bytes, which do not pay to compress, are
+// served as identity to every coding, still from one fetch.
 func TestEdgeCompression(t *testing.T) {
-	page := []byte(strings.Repeat("<p class=\"row\">strata edge compression test row</p>\n", 400))
+	pages := map[string][]byte{
+		"/page": []byte(strings.Repeat("<p class=\"row\">strata edge compression test row</p>\n", 400)),
+		"/big":  wordsText(600 << 10),
+	}
 	var fetches atomic.Int64
 	text := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetches.Add(1)
+		page := pages[r.URL.Path]
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("ETag", `"page-1"`)
@@ -279,15 +286,17 @@ func TestEdgeCompression(t *testing.T) {
 	t.Cleanup(text.Close)
 	origin := startOrigin(t)
 	for _, c := range []struct {
-		name, origin, pq string
-		want             []byte
-		compressed       bool
+		name, origin, pq, config string
+		want                     []byte
+		compressed               bool
 	}{
-		{"text page", text.URL, "/page", page, true},
-		{"random bytes", origin.URL("origin"), "/obj/16k/z?max-age=60&etag=1&ctype=text/plain", objectBytes("/obj/16k/z", 0, "", 0, 16<<10), false},
+		{"text page", text.URL, "/page", "", pages["/page"], true},
+		{"text of many slices", text.URL, "/big", "cache:\n  slice_size: 64KiB\n", pages["/big"], true},
+		{"random bytes", origin.URL("origin"), "/obj/16k/z?max-age=60&etag=1&ctype=text/plain", "", objectBytes("/obj/16k/z", 0, "", 0, 16<<10), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := startStrata(t, strataOpts{Origin: c.origin})
+			fetches.Store(0)
+			s := startStrata(t, strataOpts{Origin: c.origin, Config: c.config})
 			curl(t, "-H", "Accept-Encoding: gzip", s.URL+c.pq) // the fill
 			// The representations are stored just after the fill, off its path.
 			for i := 0; curl(t, "-H", "Accept-Encoding: gzip", s.URL+c.pq).Header.Get("Vary") == ""; i++ {
@@ -312,6 +321,9 @@ func TestEdgeCompression(t *testing.T) {
 					t.Errorf("%s: Content-Encoding %q, want %q", ae, ce, wantCE)
 				}
 			}
+			if c.config != "" {
+				checkCodedRanges(t, s.URL+c.pq)
+			}
 			n := fetches.Load()
 			if !c.compressed {
 				n = int64(originTotal(t, origin, []string{c.pq}))
@@ -320,5 +332,34 @@ func TestEdgeCompression(t *testing.T) {
 				t.Errorf("origin fetched %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// wordsText is n bytes of pseudo-random lowercase words: text that gzip
+// and br shrink to about 60%, so that 600 KiB compress to several 64 KiB
+// slices.
+func wordsText(n int) []byte {
+	rng := mrand.New(mrand.NewPCG(1, 7))
+	b := make([]byte, 0, n+16)
+	for len(b) < n {
+		for range 3 + rng.IntN(7) {
+			b = append(b, byte('a'+rng.IntN(26)))
+		}
+		b = append(b, ' ')
+	}
+	return b[:n]
+}
+
+// checkCodedRanges: a range of each compressed representation at url,
+// across a slice boundary, is a range of that representation's own bytes.
+func checkCodedRanges(t *testing.T, url string) {
+	t.Helper()
+	for _, ae := range []string{"gzip", "br"} {
+		whole := curl(t, "-H", "Accept-Encoding: "+ae, url).Body
+		r := curl(t, "-H", "Accept-Encoding: "+ae, "-H", "Range: bytes=65000-66999", url)
+		if len(whole) < 67000 || r.Status != 206 || r.Header.Get("Content-Encoding") != ae || string(r.Body) != string(whole[65000:67000]) {
+			t.Errorf("%s range: status %d, Content-Encoding %q, %d bytes of a %d-byte representation",
+				ae, r.Status, r.Header.Get("Content-Encoding"), len(r.Body), len(whole))
+		}
 	}
 }

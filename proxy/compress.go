@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"runtime/debug"
 	"strings"
@@ -38,10 +39,9 @@ import (
 //     content coding then) in Cache-Control or in the field that gave
 //     strata's policy;
 //   - a Content-Type in CompressOptions.Types;
-//   - a body from MinSize up to SliceSize, so that it fits one record.
-//     Larger (sliced) bodies are stored as they came: a sliced compressed
-//     body would need its slices compressed as one stream and ranges
-//     mapped across them, which this version does not do;
+//   - a body from MinSize up to MaxSize. One longer than a slice is
+//     compressed as a stream into sliced representations
+//     (compress_sliced.go);
 //   - MaxVariants of at least 3 (the three representations).
 //
 // Each compressed representation is its own: Content-Encoding set, its
@@ -57,7 +57,9 @@ import (
 // output). A coding that saves less than a tenth of
 // the body is not worth its CPU on the client: its variant then holds the
 // identity bytes (no Content-Encoding), so such a client still hits. All
-// three carry Vary: Accept-Encoding, so caches downstream vary too.
+// three carry Vary: Accept-Encoding, so caches downstream vary too. A
+// compressed representation's record is marked edge-coded: its bytes are
+// not the origin's, so none of them is ever fetched from the origin.
 //
 // The index is written only if the URL's key still holds the record the
 // fill committed (same generation): a purge or a newer fill in between
@@ -75,6 +77,14 @@ type CompressOptions struct {
 	// MinSize: bodies shorter than this are not compressed. Default 1 KiB
 	// (below it headers dominate and the saving is small).
 	MinSize int
+	// MaxSize: bodies longer than this are not compressed. Default
+	// DefaultCompressMaxSize, 8 MiB: br-6 compresses 8-65 MB/s of text
+	// per core (Go source the slowest of those measured, JSON the
+	// fastest), so such a body costs up to about a second of one core,
+	// once. A body longer than a slice is compressed as a stream
+	// (compress_sliced.go): its memory does not grow with its length,
+	// its CPU time does, and it holds a compression slot that long.
+	MaxSize int64
 	// GzipLevel (1..9) and BrotliQuality (0..11). Defaults 6 and 6: once
 	// per object, near the best ratio for the CPU.
 	GzipLevel     int
@@ -84,8 +94,10 @@ type CompressOptions struct {
 // Defaults of CompressOptions.
 const (
 	DefaultCompressMinSize       = 1 << 10
+	DefaultCompressMaxSize       = 8 << 20
 	DefaultCompressGzipLevel     = 6
 	DefaultCompressBrotliQuality = 6
+	maxCompressMaxSize           = 1 << 30
 )
 
 // DefaultCompressTypes are the media types compressed by default: text,
@@ -104,6 +116,7 @@ func (o *CompressOptions) EnsureDefaults() {
 		o.Types = DefaultCompressTypes
 	}
 	setDefault(&o.MinSize, DefaultCompressMinSize)
+	setDefault(&o.MaxSize, DefaultCompressMaxSize)
 	setDefault(&o.GzipLevel, DefaultCompressGzipLevel)
 	setDefault(&o.BrotliQuality, DefaultCompressBrotliQuality)
 }
@@ -112,6 +125,9 @@ func (o *CompressOptions) EnsureDefaults() {
 func (o *CompressOptions) validate(bad func(format string, args ...any)) {
 	if o.MinSize < 0 {
 		bad("compress min_size %d < 0", o.MinSize)
+	}
+	if o.MaxSize < 0 || o.MaxSize > maxCompressMaxSize {
+		bad("compress max_size %d not in [0, 1GiB]", o.MaxSize)
 	}
 	if o.GzipLevel < 1 || o.GzipLevel > 9 {
 		bad("compress gzip_level %d not in [1, 9]", o.GzipLevel)
@@ -144,7 +160,7 @@ var (
 func (s *Server) compressible(h *fasthttp.ResponseHeader, si *httpcache.StoreInfo, cl int64) bool {
 	o := &s.opts.Compress
 	if o.Disable || !si.Store || h.StatusCode() != fasthttp.StatusOK || s.cfg().MaxVariants < len(edgeCodings) ||
-		(cl >= 0 && (cl < int64(max(o.MinSize, 1)) || cl > int64(s.opts.SliceSize))) {
+		(cl >= 0 && (cl < int64(max(o.MinSize, 1)) || cl > o.MaxSize)) {
 		return false
 	}
 	if ce := h.PeekBytes(headerContentEncoding); len(ce) > 0 && !bytes.EqualFold(bytes.TrimSpace(ce), httpcache.AcceptIdentity) {
@@ -173,8 +189,9 @@ func compressType(types []string, ct []byte) bool {
 }
 
 // compressJob is one body to compress: a copy of the committed record
-// (its Headers borrow the fill's buffer, which nothing reuses) with its
-// own copy of the body.
+// (its Headers and Digests borrow the fill's buffers, which nothing
+// reuses) with its own copy of the body when that is inline (a sliced
+// body is read back from the store: compress_sliced.go).
 type compressJob struct {
 	obj    object
 	pkey   []byte
@@ -184,12 +201,13 @@ type compressJob struct {
 // compressLater hands the body f just committed under the URL's key to a
 // compression goroutine, so that neither the fill's clients nor (for a
 // small body read on the leader's goroutine) its leader wait for it. At
-// most compressSlots run at once; a body that finds none free is left
-// uncompressed (counted): it is served as the origin sent it until it is
-// fetched again. The goroutines are the Server's (Close waits for them).
+// most compressSlots run at once, at most one of them on a sliced body;
+// a body that finds none free is left uncompressed (counted): it is
+// served as the origin sent it until it is fetched again. The goroutines
+// are the Server's (Close waits for them).
 func (s *Server) compressLater(f *fill) {
-	body := f.obj.Body
-	if len(body) < max(s.opts.Compress.MinSize, 1) || len(body) > s.opts.SliceSize || s.life.Err() != nil {
+	n := f.obj.BodyLen
+	if n < int64(max(s.opts.Compress.MinSize, 1)) || n > s.opts.Compress.MaxSize || s.life.Err() != nil {
 		return
 	}
 	if bytes.IndexByte(f.rv.pkey, 0) >= 0 {
@@ -199,25 +217,30 @@ func (s *Server) compressLater(f *fill) {
 		// would read as a damaged record.
 		return
 	}
-	select {
-	case s.cz.slots <- struct{}{}:
-	default:
+	sliced := !f.obj.inline()
+	if !s.cz.acquire(sliced) {
 		s.cz.skipped.Inc()
 		return
 	}
 	j := &compressJob{obj: f.obj, pkey: f.rv.pkey, expiry: f.expiry}
-	j.obj.Body = append([]byte(nil), body...)
+	if !sliced {
+		j.obj.Body = append([]byte(nil), f.obj.Body...)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() { <-s.cz.slots }()
+		defer s.cz.release(sliced)
 		defer func() {
 			if p := recover(); p != nil {
 				s.opts.Logger.Error("proxy: compression panicked", "panic", p, "stack", string(debug.Stack()))
 				s.cz.panics.Inc()
 			}
 		}()
-		s.storeCompressed(j)
+		if sliced {
+			s.storeCompressedSliced(j)
+		} else {
+			s.storeCompressed(j)
+		}
 	}()
 }
 
@@ -227,42 +250,62 @@ func (s *Server) compressLater(f *fill) {
 func (s *Server) storeCompressed(j *compressJob) {
 	body := j.obj.Body
 	x := variantIndex{Epoch: rand.Uint64(), Vary: httpcache.HeaderAcceptEncoding}
-	hs := j.obj.Headers
-	idHeaders := append(hs[:len(hs):len(hs)],
-		headerKV{Key: appendCanonicalName(nil, headerVary), Value: httpcache.HeaderAcceptEncoding})
-	var req fasthttp.RequestHeader
+	idHeaders := varyHeaders(j.obj.Headers)
 	for i, c := range edgeCodings {
 		if s.life.Err() != nil {
 			return // closing: leave the identity record as it is
 		}
-		req.SetBytesKV(httpcache.HeaderAcceptEncoding, c.name)
-		vk, _ := httpcache.VaryKey(nil, x.Vary, &req) // a token: always ok
+		vk := edgeVaryKey(c.name)
 		o := j.obj
 		o.Gen = rand.Uint64()
 		o.Vary, o.VariantKey, o.Headers = x.Vary, vk, idHeaders
 		if i > 0 {
 			z := s.cz.compress(c.name, body)
 			if len(z) <= len(body)-len(body)/10 {
-				o.Body, o.BodyLen = z, int64(len(z))
+				o.Body, o.BodyLen, o.EdgeCoded = z, int64(len(z)), true
 				o.Headers, o.ETag = compressedHeaders(idHeaders, c.name, c.suffix)
 			}
-			s.cz.objects[i-1].Inc()
-			s.cz.bytesIn[i-1].Add(float64(len(body)))
-			s.cz.bytesOut[i-1].Add(float64(o.BodyLen))
+			s.cz.count(i, int64(len(body)), o.BodyLen)
 		}
 		key := variantKey(nil, j.pkey, x.Epoch, vk)
 		s.store.Insert(metaKey(nil, key), appendObject(nil, &o), j.expiry)
 		s.recordTags(key, &o)
 		x.Keys = append(x.Keys, vk)
 	}
+	s.publishEdgeIndex(j, &x)
+}
+
+// varyHeaders returns the identity's stored headers plus Vary:
+// Accept-Encoding (a new array: hs is shared).
+func varyHeaders(hs []headerKV) []headerKV {
+	return append(hs[:len(hs):len(hs)],
+		headerKV{Key: appendCanonicalName(nil, headerVary), Value: httpcache.HeaderAcceptEncoding})
+}
+
+// edgeVaryKey is the secondary key of the variant for coding.
+func edgeVaryKey(coding []byte) []byte {
+	var req fasthttp.RequestHeader
+	req.SetBytesKV(httpcache.HeaderAcceptEncoding, coding)
+	vk, _ := httpcache.VaryKey(nil, httpcache.HeaderAcceptEncoding, &req) // a token: always ok
+	return vk
+}
+
+// publishEdgeIndex writes the index x in place of j's record under the
+// URL's key, if that key still holds it (same generation): a purge or a
+// newer fill in between wins, and the variants just written, which
+// nothing can reach, are removed.
+func (s *Server) publishEdgeIndex(j *compressJob, x *variantIndex) {
 	m := s.vlocks.lock(j.pkey)
 	defer m.Unlock()
 	mkey := metaKey(nil, j.pkey)
 	var cur object
 	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != j.obj.Gen {
-		return // purged or replaced since the commit
+		for _, vk := range x.Keys { // purged or replaced since the commit
+			s.removeObject(variantKey(nil, j.pkey, x.Epoch, vk))
+		}
+		return
 	}
-	s.store.Insert(mkey, appendVariantIndex(nil, &x), j.expiry)
+	s.store.Insert(mkey, appendVariantIndex(nil, x), j.expiry)
 }
 
 // compressedHeaders returns the stored headers of a representation in
@@ -312,7 +355,10 @@ func weakTagWith(t []byte, suffix string) []byte {
 }
 
 // compressSlots bounds the compressions running at once: each holds a
-// body, its compressed copies and a pooled writer, and takes a CPU.
+// body (or, sliced, three slices), its compressed copies and pooled
+// writers, and takes a CPU. At most one of them compresses a sliced body,
+// which takes longer (compress_sliced.go), so that small bodies always
+// find a slot free of those.
 const compressSlots = 2
 
 // compressor makes the compressed representations: pooled writers (a
@@ -320,23 +366,30 @@ const compressSlots = 2
 // hundred kilobytes; each is reset per body and keeps the Server's level)
 // and the metrics. Safe for concurrent use.
 type compressor struct {
-	opts     *CompressOptions
-	slots    chan struct{} // compressions running (compressLater)
-	skipped  prometheus.Counter
-	panics   prometheus.Counter
-	gzip     sync.Pool                                // *gzip.Writer
-	brotli   sync.Pool                                // *brotli.Writer
-	objects  [len(edgeCodings) - 1]prometheus.Counter // by edgeCodings[1:]
-	bytesIn  [len(edgeCodings) - 1]prometheus.Counter
-	bytesOut [len(edgeCodings) - 1]prometheus.Counter
+	opts      *CompressOptions
+	slots     chan struct{} // compressions running (compressLater)
+	sliced    chan struct{} // of those, on a sliced body (capacity 1)
+	skipped   prometheus.Counter
+	abandoned prometheus.Counter
+	panics    prometheus.Counter
+	gzip      sync.Pool                                // *gzip.Writer
+	brotli    sync.Pool                                // *brotli.Writer
+	objects   [len(edgeCodings) - 1]prometheus.Counter // by edgeCodings[1:]
+	bytesIn   [len(edgeCodings) - 1]prometheus.Counter
+	bytesOut  [len(edgeCodings) - 1]prometheus.Counter
 }
 
 func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
 	c.opts = o
 	c.slots = make(chan struct{}, compressSlots)
+	c.sliced = make(chan struct{}, 1)
 	c.skipped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strata_edge_compress_skipped_total",
-		Help: "Bodies left uncompressed because compressSlots compressions were already running.",
+		Help: "Bodies left uncompressed because compressSlots compressions (or one of a sliced body) were already running.",
+	})
+	c.abandoned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_edge_compress_abandoned_total",
+		Help: "Sliced bodies left uncompressed after reading began: a slice gone from the store or replaced, a coding that did not pay, a representation the store dropped.",
 	})
 	c.panics = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strata_edge_compress_panics_total",
@@ -362,7 +415,7 @@ func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, m := range []prometheus.Collector{objects, in, out, c.skipped, c.panics} {
+	for _, m := range []prometheus.Collector{objects, in, out, c.skipped, c.abandoned, c.panics} {
 		if err := reg.Register(m); err != nil {
 			return err
 		}
@@ -370,30 +423,80 @@ func (c *compressor) init(o *CompressOptions, reg prometheus.Registerer) error {
 	return nil
 }
 
+// acquire takes a compression slot (and, for a sliced body, the sliced
+// one) without waiting; false when none is free.
+func (c *compressor) acquire(sliced bool) bool {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		return false
+	}
+	if !sliced {
+		return true
+	}
+	select {
+	case c.sliced <- struct{}{}:
+		return true
+	default:
+		<-c.slots
+		return false
+	}
+}
+
+// release gives back what acquire took.
+func (c *compressor) release(sliced bool) {
+	if sliced {
+		<-c.sliced
+	}
+	<-c.slots
+}
+
+// count adds one representation of edgeCodings[i] made from in identity
+// bytes into out stored bytes to the metrics.
+func (c *compressor) count(i int, in, out int64) {
+	c.objects[i-1].Inc()
+	c.bytesIn[i-1].Add(float64(in))
+	c.bytesOut[i-1].Add(float64(out))
+}
+
 // compress returns body compressed with coding (gzip or br).
 func (c *compressor) compress(coding, body []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(body)/3 + 64)
-	if bytes.Equal(coding, httpcache.AcceptGzip) {
-		w, _ := c.gzip.Get().(*gzip.Writer)
-		if w == nil {
-			w, _ = gzip.NewWriterLevel(&buf, c.opts.GzipLevel) // level validated
-		} else {
-			w.Reset(&buf)
-		}
-		_, _ = w.Write(body) // a bytes.Buffer does not fail
-		_ = w.Close()
-		c.gzip.Put(w)
-		return buf.Bytes()
-	}
-	w, _ := c.brotli.Get().(*brotli.Writer)
-	if w == nil {
-		w = brotli.NewWriterLevel(&buf, c.opts.BrotliQuality)
-	} else {
-		w.Reset(&buf)
-	}
-	_, _ = w.Write(body)
+	w := c.writer(coding, &buf)
+	_, _ = w.Write(body) // a bytes.Buffer does not fail
 	_ = w.Close()
-	c.brotli.Put(w)
+	c.put(w)
 	return buf.Bytes()
+}
+
+// writer returns a pooled writer of coding (gzip or br) onto dst. The
+// caller closes it and hands it back with put.
+func (c *compressor) writer(coding []byte, dst io.Writer) io.WriteCloser {
+	if bytes.Equal(coding, httpcache.AcceptGzip) {
+		if w, ok := c.gzip.Get().(*gzip.Writer); ok {
+			w.Reset(dst)
+			return w
+		}
+		w, _ := gzip.NewWriterLevel(dst, c.opts.GzipLevel) // level validated
+		return w
+	}
+	if w, ok := c.brotli.Get().(*brotli.Writer); ok {
+		w.Reset(dst)
+		return w
+	}
+	return brotli.NewWriterLevel(dst, c.opts.BrotliQuality)
+}
+
+// put returns a closed writer to its pool, pointed at io.Discard so that
+// the pool does not keep its last destination alive.
+func (c *compressor) put(w io.WriteCloser) {
+	switch w := w.(type) {
+	case *gzip.Writer:
+		w.Reset(io.Discard)
+		c.gzip.Put(w)
+	case *brotli.Writer:
+		w.Reset(io.Discard)
+		c.brotli.Put(w)
+	}
 }

@@ -80,18 +80,7 @@ func TestCompressAtEdge(t *testing.T) {
 		{"", "", `"v1"`},
 	} {
 		r := p.get("/c", "Accept-Encoding", c.ae)
-		if !strings.HasPrefix(string(r.Header.Peek("Cache-Status")), "strata; hit") {
-			t.Fatalf("%q: Cache-Status %s", c.ae, r.Header.Peek("Cache-Status"))
-		}
-		expectHeader(t, r, "Content-Encoding", c.ce)
-		expectHeader(t, r, "ETag", c.etag)
-		expectHeader(t, r, "Vary", "Accept-Encoding")
-		if r.Header.ContentLength() != len(r.Body()) {
-			t.Errorf("%q: Content-Length %d for %d bytes", c.ae, r.Header.ContentLength(), len(r.Body()))
-		}
-		if got := decode(t, c.ce, r.Body()); !bytes.Equal(got, body) {
-			t.Fatalf("%q: decoded body differs (%d bytes)", c.ae, len(got))
-		}
+		expectEdgeHit(t, r, c.ae, c.ce, c.etag, body)
 		if c.ce != "" && len(r.Body()) >= len(body)/2 {
 			t.Errorf("%s: %d bytes for %d: poor compression", c.ce, len(r.Body()), len(body))
 		}
@@ -162,7 +151,8 @@ func TestCompressNotApplied(t *testing.T) {
 		{"not a compressible type", text, []string{"Content-Type", "image/png"}, nil, "", ""},
 		{"too small", text[:500], []string{"Content-Type", "text/css"}, nil, "", ""},
 		{"turned off", text, []string{"Content-Type", "text/html"}, func(o *Options) { o.Compress.Disable = true }, "", ""},
-		{"sliced (larger than a slice)", compressText(100 << 10), []string{"Content-Type", "text/html"}, nil, "", ""},
+		{"larger than max_size", compressText(100 << 10), []string{"Content-Type", "text/html"},
+			func(o *Options) { o.Compress.MaxSize = 100<<10 - 1 }, "", ""},
 		{"does not pay: identity bytes", noise, []string{"Content-Type", "text/plain"}, nil, "Accept-Encoding", ""},
 		{"other types by config", text, []string{"Content-Type", "application/x-custom"},
 			func(o *Options) { o.Compress.Types = []string{"application/x-custom"} }, "Accept-Encoding", "gzip"},
@@ -205,6 +195,8 @@ func TestCompressOptions(t *testing.T) {
 		{CompressOptions{Types: []string{"text"}}, false},
 		{CompressOptions{Types: []string{"text/html; q=1"}}, false},
 		{CompressOptions{MinSize: -1}, false},
+		{CompressOptions{MaxSize: -1}, false},
+		{CompressOptions{MaxSize: 2 << 30}, false},
 		{CompressOptions{GzipLevel: 10}, false},
 		{CompressOptions{BrotliQuality: 12}, false},
 	} {

@@ -112,6 +112,13 @@ func BenchmarkHitCompressed(b *testing.B) {
 		w.Header().Set("ETag", `"5d8c72a5edda8d6a"`)
 		_, _ = w.Write(body)
 	}
+	benchHitCodings(b, origin, 0, int64(len(body)))
+}
+
+// benchHitCodings runs benchHit for clients of each coding with
+// compression at the edge on, and for one with it off, with slices of
+// sliceSize (0: the harness's).
+func benchHitCodings(b *testing.B, origin http.HandlerFunc, sliceSize int, size int64) {
 	for _, c := range []struct {
 		name, ae string
 		off      bool
@@ -119,7 +126,12 @@ func BenchmarkHitCompressed(b *testing.B) {
 		{"on/gzip", "gzip, deflate", false}, {"on/br", "gzip, deflate, br", false}} {
 		req := "GET /hit HTTP/1.1\r\nHost: example.com\r\nAccept-Encoding: " + c.ae + "\r\n\r\n"
 		b.Run(c.name, func(b *testing.B) {
-			benchHit(b, origin, func(o *Options) { o.Compress.Disable = c.off }, req, int64(len(body)))
+			benchHit(b, origin, func(o *Options) {
+				o.Compress.Disable = c.off
+				if sliceSize > 0 {
+					o.SliceSize = sliceSize
+				}
+			}, req, size)
 		})
 	}
 }

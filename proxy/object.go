@@ -79,6 +79,11 @@ const (
 	// proved to be the ones first stored. Decoders before this flag refuse
 	// it (unknown flag bits): a clean miss.
 	flagDigests
+	// flagEdgeCoded: the body is a content coding strata made
+	// (compress.go), not bytes the origin sent: no Range request to the
+	// origin can supply a slice of it. Decoders before this flag refuse
+	// it (unknown flag bits): a clean miss.
+	flagEdgeCoded
 )
 
 type headerKV struct{ Key, Value []byte }
@@ -95,6 +100,7 @@ type object struct {
 	Lifetime, StaleWhileRevalidate, StaleIfError           time.Duration
 	MustRevalidate, Heuristic, NoCache                     bool
 	Partial                                                bool // flagPartial
+	EdgeCoded                                              bool // flagEdgeCoded
 	ETag, Vary, VariantKey                                 []byte
 	Headers                                                []headerKV
 	Digests                                                []byte // flagDigests: 8 bytes per slice, big-endian xxhash64
@@ -169,6 +175,9 @@ func (o *object) flags() byte {
 	if o.hasDigests() {
 		f |= flagDigests
 	}
+	if o.EdgeCoded {
+		f |= flagEdgeCoded
+	}
 	return f
 }
 
@@ -224,6 +233,7 @@ func (o *object) decodeFixed(b []byte) error {
 	o.MustRevalidate, o.Heuristic = flags&flagMustRevalidate != 0, flags&flagHeuristic != 0
 	o.Partial = flags&flagPartial != 0
 	o.NoCache = flags&flagNoCache != 0
+	o.EdgeCoded = flags&flagEdgeCoded != 0
 	o.Digests = nil
 	if flags&flagDigests != 0 {
 		o.Digests = b[:0] // non-nil: decodeVar takes the digests
@@ -233,7 +243,7 @@ func (o *object) decodeFixed(b []byte) error {
 	o.SliceSize = int(binary.BigEndian.Uint32(b[15:]))
 	o.BodyLen = int64(binary.BigEndian.Uint64(b[19:]))
 	if o.Status < 100 || o.Status > 999 || o.SliceSize < 1 || o.SliceSize > 1<<30 ||
-		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>6 != 0 ||
+		o.BodyLen < 0 || o.BodyLen > maxBodyLen || (flags&flagInline != 0) != o.inline() || flags>>7 != 0 ||
 		(o.Digests != nil && (o.inline() || o.Status != 200)) {
 		return fmt.Errorf("%w: record fields", ErrCorrupt)
 	}

@@ -93,6 +93,9 @@ func (s *Server) serveSliced(ctx *fasthttp.RequestCtx, st *reqState, age []byte,
 				s.failOrigin(ctx, err)
 				return rangeServed
 			}
+			if o.EdgeCoded {
+				s.edgeCodedLost(st)
+			}
 			return rangeMissed
 		}
 	}

@@ -37,9 +37,10 @@ func (o *object) digest(i int) uint64 { return binary.BigEndian.Uint64(o.Digests
 
 // refetchable reports whether a missing slice of o may be fetched from the
 // origin with a Range request: o is a 200 with a strong validator, or with
-// its slices' digests.
+// its slices' digests, and its bytes are the origin's (not a coding strata
+// made: compress_sliced.go).
 func (o *object) refetchable() bool {
-	return o.Status == fasthttp.StatusOK && (hasValidator(o) || o.hasDigests())
+	return o.Status == fasthttp.StatusOK && !o.EdgeCoded && (hasValidator(o) || o.hasDigests())
 }
 
 // sliceDigest is the digest recorded for a slice's data.
