@@ -80,6 +80,7 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 		return errNoReaders
 	}
 	f.slotIdx[slot] = idx
+	f.disown(slot)
 	f.window[slot] = appendSliceRoom(f.window[slot][:0])
 	return nil
 }
