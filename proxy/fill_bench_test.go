@@ -15,8 +15,12 @@ import (
 	"strata/hybrid/memory"
 )
 
-// coldBody is the size of BenchmarkColdFill's object: 64 slices.
-const coldBody = 64 << 20
+// The sizes of BenchmarkColdFill's objects: 64 slices, and a body that
+// lives in its record.
+const (
+	coldBody   = 64 << 20
+	coldInline = 512 << 10
+)
 
 // coldConn is a net.Conn that sends n GETs for distinct URLs (/cold/0,
 // /cold/1, …) one at a time, each once the previous response has been
@@ -94,27 +98,32 @@ func closeCold(srv *Server, cache *hybrid.Cache) {
 // 256 MiB cache, whose blocks are recycled once it is full (a running
 // cache); "fresh" builds a new cache for each GET (a cold process: the
 // memory tier's pages are new); "through" is the object over
-// MaxObjectSize, streamed and not stored: the cost of the hops alone.
+// MaxObjectSize, streamed and not stored: the cost of the hops alone;
+// "inline" is stored of a 512 KiB object, whose body lives in its record.
 // Reports MB/s and CPU ns per MiB (the origin's share included).
 func BenchmarkColdFill(b *testing.B) {
-	origin := coldOrigin(b, coldBody)
+	origins := map[int]string{coldBody: coldOrigin(b, coldBody), coldInline: coldOrigin(b, coldInline)}
 	for _, c := range []struct {
 		name  string
+		size  int
 		max   int64
 		fresh bool
-	}{{"stored", 0, false}, {"fresh", 0, true}, {"through", coldBody / 2, false}} {
+	}{
+		{"stored", coldBody, 0, false}, {"fresh", coldBody, 0, true},
+		{"through", coldBody, coldBody / 2, false}, {"inline", coldInline, 0, false},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			srv, cache := coldServer(b, origin, 256<<20, c.max)
+			srv, cache := coldServer(b, origins[c.size], 256<<20, c.max)
 			b.ReportAllocs()
-			b.SetBytes(coldBody)
+			b.SetBytes(int64(c.size))
 			b.ResetTimer()
 			cpu0 := processCPU()
 			var written int64
 			for i := 0; i < b.N; {
-				conn := &coldConn{replayConn: replayConn{n: b.N}, i: i, size: coldBody}
+				conn := &coldConn{replayConn: replayConn{n: b.N}, i: i, size: c.size}
 				if c.fresh {
 					closeCold(srv, cache)
-					srv, cache = coldServer(b, origin, coldBody+coldBody/2, c.max)
+					srv, cache = coldServer(b, origins[c.size], int64(c.size+c.size/2), c.max)
 					conn.n = i + 1
 				}
 				if err := srv.HTTPServer().ServeConn(conn); err != nil {
@@ -123,13 +132,13 @@ func BenchmarkColdFill(b *testing.B) {
 				i, written = conn.n, written+conn.written
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/(coldBody>>20), "cpu-ns/MiB")
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/(float64(c.size)/(1<<20)), "cpu-ns/MiB")
 			st := cache.Stats().Memory
 			closeCold(srv, cache)
-			if written < int64(b.N)*coldBody {
+			if written < int64(b.N)*int64(c.size) {
 				b.Fatalf("%d bytes written for %d GETs", written, b.N)
 			}
-			if stored := st.Sets >= (coldBody/DefaultSliceSize + 1); stored != (c.max == 0) || st.Refused > 0 {
+			if stored := st.Sets >= uint64(c.size/DefaultSliceSize+1); stored != (c.max == 0) || st.Refused > 0 {
 				b.Fatalf("%d GETs: %d entries stored, %d refused", b.N, st.Sets, st.Refused)
 			}
 		})
