@@ -114,15 +114,17 @@ func (r *fillReader) WriteTo(w io.Writer) (int64, error) {
 			n, err = r.Read(buf)
 			b = buf[:n]
 		}
+		var n int
+		var werr error
 		if len(b) > 0 {
-			n, werr := w.Write(b)
+			n, werr = w.Write(b)
 			total += int64(n)
-			if lent {
-				r.giveBack(n)
-			}
-			if werr != nil {
-				return total, werr
-			}
+		}
+		if lent {
+			r.giveBack(n)
+		}
+		if werr != nil {
+			return total, werr
 		}
 		if err == io.EOF {
 			return total, nil
