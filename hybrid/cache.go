@@ -152,27 +152,35 @@ func (c *Cache) Contains(key []byte) bool {
 
 // Insert stores a copy of key → value until expiry (zero: no expiry).
 func (c *Cache) Insert(key, value []byte, expiry time.Time) {
+	c.InsertParts(key, value, nil, nil, expiry)
+}
+
+// InsertParts is Insert of the value head|body|tail. Each part is copied
+// once, into the memory tier's blocks (or the disk's write queue), so a
+// caller holding a value in parts (the proxy's record header, a body in
+// its fill buffer, a checksum) need not join them into one buffer first.
+func (c *Cache) InsertParts(key, head, body, tail []byte, expiry time.Time) {
 	if c.closed.Load() {
 		return
 	}
 	c.record(key)
 	if c.disks == nil {
-		c.mem.Set(key, value, expiry)
+		c.mem.SetParts(key, head, body, tail, expiry)
 		return
 	}
 	e := c.disks.of(key)
 	if c.opts.WritePolicy == WriteOnInsertion {
-		c.mem.Set(key, value, expiry)
-		e.Insert(key, value, expiry)
+		c.mem.SetParts(key, head, body, tail, expiry)
+		insertParts(e, key, head, body, tail, expiry)
 		return
 	}
-	stored := c.mem.Set(key, value, expiry)
+	stored := c.mem.SetParts(key, head, body, tail, expiry)
 	c.disks.kick() // the flushers the eviction hook queued for (onEvict)
 	if !stored {
 		// Too big for memory: straight to disk, which supersedes (or, if
 		// refused, hides) an older copy there.
 		c.c.directToDisk.Add(1)
-		e.Insert(key, value, expiry)
+		insertParts(e, key, head, body, tail, expiry)
 		return
 	}
 	// The memory tier now holds the newest value; an older copy on disk
@@ -183,6 +191,19 @@ func (c *Cache) Insert(key, value []byte, expiry time.Time) {
 	if e.Contains(key) {
 		e.Remove(key)
 	}
+}
+
+// insertParts queues key → head|body|tail on e, copying each part once.
+func insertParts(e *disk.Engine, key, head, body, tail []byte, expiry time.Time) {
+	if len(body) == 0 && len(tail) == 0 {
+		e.Insert(key, head, expiry)
+		return
+	}
+	e.InsertFrom(key, len(head)+len(body)+len(tail), expiry, func(dst []byte) int {
+		n := copy(dst, head)
+		n += copy(dst[n:], body)
+		return n + copy(dst[n:], tail)
+	})
 }
 
 // onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under

@@ -64,8 +64,12 @@ import (
 // ErrFillLagged and its client see a closed connection. When the object
 // is not stored (it grew past MaxObjectSize) the wait is unbounded, and the
 // fill stops when no reader is left. Memory per fill is at most
-// FillWindow × (SliceSize + slice header), and at most MaxFills fills run at
-// once (beyond that misses are passed through), so fill memory is at most
+// FillWindow × (SliceSize + slice header) (plus, for each detached reader,
+// the one buffer it may still be writing from: readers write window bytes
+// to their clients without copying them, fillReader.WriteTo, and a slot
+// reused under a detached reader takes a fresh buffer, fill.disown), and
+// at most MaxFills fills run at once (beyond that misses are passed
+// through), so fill memory is at most
 // MaxFills × FillWindow × (SliceSize + 64).
 type fill struct {
 	s    *Server

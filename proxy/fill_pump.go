@@ -80,6 +80,7 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 		return errNoReaders
 	}
 	f.slotIdx[slot] = idx
+	f.disown(slot)
 	f.window[slot] = appendSliceRoom(f.window[slot][:0])
 	return nil
 }
@@ -167,11 +168,8 @@ func (f *fill) finish() error {
 				f.obj.Digests = f.digests
 			}
 		}
-		rec := getSlab(objectFixedLen + len(f.hdrBuf) + 16 + 6*len(f.obj.Headers) + int(min(n, sz)))
-		rec = appendObject(rec[:0], &f.obj)
-		f.s.store.Insert(metaKey(f.kb[:0], f.skey), rec, f.expiry)
+		insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
 		f.s.recordTags(f.skey, &f.obj)
-		putSlab(rec)
 		if f.rv.vary != nil {
 			f.s.variantCommitted(f)
 		}

@@ -19,6 +19,11 @@ type fillReader struct {
 	scratch []byte // a slice read back from the store, when behind the window
 	scIdx   int    // which slice scratch holds, -1 none
 	closed  bool
+	// lent is the window buffer WriteTo is writing from (lend), nil when
+	// none; ownsLent: the fill replaced that buffer in its slot meanwhile
+	// (disown) and the reader returns it to the pool. Guarded by f.mu.
+	lent     []byte
+	ownsLent bool
 	// detached: the fill stopped waiting for this reader (it held a
 	// stored fill back for FillLagWait). Guarded by f.mu.
 	detached bool
@@ -54,20 +59,9 @@ func (r *fillReader) Read(p []byte) (int, error) {
 	f := r.f
 	sz := int64(f.s.opts.SliceSize)
 	f.mu.Lock()
-	for {
-		if f.err != nil {
-			err := f.err
-			f.mu.Unlock()
-			return 0, err
-		}
-		if r.pos < f.visible() {
-			break
-		}
-		if f.done {
-			f.mu.Unlock()
-			return 0, io.EOF
-		}
-		f.cond.Wait()
+	if err := r.waitData(); err != nil {
+		f.mu.Unlock()
+		return 0, err
 	}
 	idx, off := int(r.pos/sz), int(r.pos%sz)
 	slot := idx % len(f.window)
@@ -79,6 +73,130 @@ func (r *fillReader) Read(p []byte) (int, error) {
 	}
 	f.mu.Unlock()
 	return r.readStored(p, idx, off)
+}
+
+// waitData waits until the byte at r.pos may be read: nil then, io.EOF
+// at the end of the body, the fill's error once it failed.
+// REQUIRES: f.mu held.
+func (r *fillReader) waitData() error {
+	f := r.f
+	for {
+		switch {
+		case f.err != nil:
+			return f.err
+		case r.pos < f.visible():
+			return nil
+		case f.done:
+			return io.EOF
+		}
+		f.cond.Wait()
+	}
+}
+
+// WriteTo implements io.WriterTo, which fasthttp's copy of a body stream
+// of known length prefers to Read: bytes in the fill's window go to w
+// (fasthttp's buffered connection writer, which passes a write at least
+// its buffer's size straight to the socket) without a copy into a buffer
+// of fasthttp's, up to a slice at a time instead of 32 KiB reads. Bytes
+// lend cannot lend (behind the window, or in a buffer still growing) go
+// through Read and a buffer of its own.
+func (r *fillReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	var buf []byte
+	defer func() { putSlab(buf) }()
+	for {
+		b, lent, err := r.lend()
+		if !lent && err == nil {
+			if buf == nil {
+				buf = getSlab(writeToBuf)[:writeToBuf]
+			}
+			var n int
+			n, err = r.Read(buf)
+			b = buf[:n]
+		}
+		var n int
+		var werr error
+		if len(b) > 0 {
+			n, werr = w.Write(b)
+			total += int64(n)
+		}
+		if lent {
+			r.giveBack(n)
+		}
+		if werr != nil {
+			return total, werr
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// writeToBuf is the size of WriteTo's buffer for what lend cannot lend.
+const writeToBuf = 64 << 10
+
+// lend waits for the byte at r.pos and lends the received bytes from there
+// to the end of their slice, straight from the window (lent true): the
+// caller writes them out, then calls giveBack, and the fill neither moves
+// r past them nor reuses their buffer meanwhile (a detached reader's
+// buffer is left to it: disown). lent is false, with no error, when the
+// bytes are not in a window buffer of full size (behind the window, or in
+// a buffer the fill may still grow and free): Read serves them.
+func (r *fillReader) lend() (b []byte, lent bool, err error) {
+	if r.src != nil {
+		return nil, false, nil
+	}
+	f := r.f
+	sz := int64(f.s.opts.SliceSize)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := r.waitData(); err != nil {
+		return nil, false, err
+	}
+	idx, off := int(r.pos/sz), int(r.pos%sz)
+	slot := idx % len(f.window)
+	buf := f.window[slot]
+	if f.slotIdx[slot] != idx || cap(buf) < sliceHeaderLen+int(sz) {
+		return nil, false, nil
+	}
+	end := min(len(buf), sliceHeaderLen+int(f.visible()-int64(idx)*sz))
+	r.lent = buf
+	return buf[sliceHeaderLen+off : end], true, nil
+}
+
+// giveBack ends a lend of which n bytes were written.
+func (r *fillReader) giveBack(n int) {
+	f := r.f
+	f.mu.Lock()
+	buf, own := r.lent, r.ownsLent
+	r.lent, r.ownsLent = nil, false
+	r.advance(n)
+	f.mu.Unlock()
+	if own {
+		putSlab(buf)
+	}
+}
+
+// disown makes slot's buffer, which the fill is about to reuse, the
+// property of a reader still writing from it (lend), and gives the slot a
+// fresh one. Only a detached reader can be such a reader: the fill reuses
+// a slot only once every other reader is past its slice.
+// REQUIRES: f.mu held.
+func (f *fill) disown(slot int) {
+	buf := f.window[slot]
+	if len(buf) == 0 {
+		return
+	}
+	for _, r := range f.readers {
+		if len(r.lent) > 0 && &r.lent[0] == &buf[0] {
+			r.ownsLent = true
+			f.window[slot] = nil
+			return
+		}
+	}
 }
 
 // visible is how far readers may read: everything received, except that

@@ -130,6 +130,17 @@ func (o *object) sliceLen(i int) int {
 // appendObject appends the encoding of o to dst. REQUIRES: o.Body holds
 // the whole body when o.inline().
 func appendObject(dst []byte, o *object) []byte {
+	dst, sum := appendObjectHead(dst, o)
+	if o.inline() {
+		dst = append(dst, o.Body[:o.BodyLen]...)
+	}
+	return binary.BigEndian.AppendUint32(dst, sum)
+}
+
+// appendObjectHead appends the encoding of o up to its inline body and
+// returns it with the record's checksum: the record is that head, the
+// inline body (o.inline()), then the checksum, big-endian.
+func appendObjectHead(dst []byte, o *object) ([]byte, uint32) {
 	start := len(dst)
 	dst = append(dst, objectMagic[:]...)
 	dst = append(dst, objectVersion, o.flags())
@@ -148,11 +159,7 @@ func appendObject(dst []byte, o *object) []byte {
 	if o.hasDigests() {
 		dst = append(dst, o.Digests...)
 	}
-	sum := crc32.Checksum(dst[start:], crcTable)
-	if o.inline() {
-		dst = append(dst, o.Body[:o.BodyLen]...)
-	}
-	return binary.BigEndian.AppendUint32(dst, sum)
+	return dst, crc32.Checksum(dst[start:], crcTable)
 }
 
 func (o *object) flags() byte {

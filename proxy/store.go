@@ -42,6 +42,36 @@ type writePacer interface {
 	WaitWriteRoom(n int, d time.Duration) bool
 }
 
+// partsInserter is a Store that stores a value given as head|body|tail,
+// copying each part once (hybrid.Cache): the fill's record goes in with
+// its inline body straight from the fill buffer, not joined first.
+type partsInserter interface {
+	InsertParts(key, head, body, tail []byte, expiry time.Time)
+}
+
+// insertRecord stores the record of o under key, copying an inline body
+// once where s takes parts (else the record is encoded whole first).
+// hdrLen is about the bytes of o's header names and values (it sizes a
+// buffer).
+func insertRecord(s Store, key []byte, o *object, expiry time.Time, hdrLen int) {
+	n := objectFixedLen + hdrLen + 16 + 6*len(o.Headers) + len(o.Digests) + 4
+	pi, ok := s.(partsInserter)
+	if !ok || !o.inline() || o.BodyLen == 0 {
+		if o.inline() {
+			n += int(o.BodyLen)
+		}
+		rec := appendObject(getSlab(n), o)
+		s.Insert(key, rec, expiry)
+		putSlab(rec)
+		return
+	}
+	rec, sum := appendObjectHead(getSlab(n), o)
+	head := len(rec)
+	rec = binary.BigEndian.AppendUint32(rec, sum)
+	pi.InsertParts(key, rec[:head], o.Body[:o.BodyLen], rec[head:], expiry)
+	putSlab(rec)
+}
+
 // paceWait bounds one wait of a fill for room in the store's disk write
 // queues before it inserts a slice. A fill whose wait runs out stops
 // pacing (its slices may then be dropped, as before): a disk that cannot

@@ -32,15 +32,27 @@ const splitMin = 4 << 10
 // entry's charge exceeds a quarter of a shard's share (Capacity/Shards),
 // when expiry has already passed, or after Close.
 func (m *Cache) Set(key, value []byte, expiry time.Time) bool {
-	return m.set(key, value, expiry, storeDirty)
+	return m.set(key, parts{value}, expiry, storeDirty)
 }
+
+// SetParts is Set of the value head|body|tail, each part copied once,
+// straight into the entry's blocks: a caller that would join the parts
+// first copies nothing itself.
+func (m *Cache) SetParts(key, head, body, tail []byte, expiry time.Time) bool {
+	return m.set(key, parts{head, body, tail}, expiry, storeDirty)
+}
+
+// parts is a value given as the concatenation of up to three slices.
+type parts [3][]byte
+
+func (v *parts) len() int { return len(v[0]) + len(v[1]) + len(v[2]) }
 
 // set stores as mode says and counts the outcome; a clean entry not
 // stored is not counted as refused (store counts the refusals it means).
-func (m *Cache) set(key, value []byte, expiry time.Time, mode storeMode) bool {
+func (m *Cache) set(key []byte, value parts, expiry time.Time, mode storeMode) bool {
 	h := m.hash(key)
 	s := m.shard(h)
-	ok := s.store(h, key, value, expiryOf(expiry), mode)
+	ok := s.store(h, key, &value, expiryOf(expiry), mode)
 	runtime.KeepAlive(m) // store writes the arena unlocked; the cleanup unmaps it
 	switch {
 	case ok:
@@ -57,7 +69,7 @@ func (m *Cache) set(key, value []byte, expiry time.Time, mode storeMode) bool {
 // It reports whether it stored the entry. The hybrid Cache promotes disk
 // hits with it: a promotion never replaces a newer value set meanwhile.
 func (m *Cache) SetClean(key, value []byte, expiry time.Time) bool {
-	return m.set(key, value, expiry, storeClean)
+	return m.set(key, parts{value}, expiry, storeClean)
 }
 
 // SetWarm is SetClean for an entry known to be hot: one the memory tier
@@ -66,7 +78,7 @@ func (m *Cache) SetClean(key, value []byte, expiry time.Time) bool {
 // larger than the small queue is not evicted again by its own later
 // entries before any client asks for them.
 func (m *Cache) SetWarm(key, value []byte, expiry time.Time) bool {
-	return m.set(key, value, expiry, storeWarm)
+	return m.set(key, parts{value}, expiry, storeWarm)
 }
 
 // storeMode says what kind of entry store writes.
@@ -87,14 +99,14 @@ func expiryOf(t time.Time) int64 {
 
 // store is Set, SetClean or SetWarm, as mode says. A SetClean that finds
 // a live entry is not counted as refused.
-func (s *shard) store(h uint64, key, value []byte, exp int64, mode storeMode) bool {
-	n, clean := len(key)+len(value), mode != storeDirty
+func (s *shard) store(h uint64, key []byte, value *parts, exp int64, mode storeMode) bool {
+	n, clean := len(key)+value.len(), mode != storeDirty
 	s.lockW()
 	if s.closed || clean && s.live(h, key) {
 		s.unlockW()
 		return false
 	}
-	if !s.acceptable(key, value, exp) {
+	if !s.acceptable(key, value.len(), exp) {
 		s.dropOld(h)
 		s.unlockW()
 		if clean {
@@ -107,7 +119,7 @@ func (s *shard) store(h uint64, key, value []byte, exp int64, mode storeMode) bo
 		r, ok := s.reserve(n)
 		if ok {
 			s.fill(r, key, value, exp)
-			ok = s.publish(h, r, len(key), len(value), exp, clean, qi, freq)
+			ok = s.publish(h, r, len(key), value.len(), exp, clean, qi, freq)
 		}
 		s.unlockW()
 		return ok
@@ -134,7 +146,7 @@ func (s *shard) store(h uint64, key, value []byte, exp int64, mode storeMode) bo
 		return false
 	}
 	qi, freq := s.takeOld(h, mode)
-	return s.publish(h, r, len(key), len(value), exp, clean, qi, freq)
+	return s.publish(h, r, len(key), value.len(), exp, clean, qi, freq)
 }
 
 // live reports whether key has a live entry under h. REQUIRES: s.mu held.
@@ -143,11 +155,11 @@ func (s *shard) live(h uint64, key []byte) bool {
 	return ok
 }
 
-// acceptable reports whether an entry of key, value and expiry exp may be
-// stored at all.
-func (s *shard) acceptable(key, value []byte, exp int64) bool {
-	return len(key) <= maxLen && len(value) <= maxLen &&
-		s.cfg.charge(len(key)+len(value)) <= s.cfg.maxEntry &&
+// acceptable reports whether an entry of key, a value of vlen bytes and
+// expiry exp may be stored at all.
+func (s *shard) acceptable(key []byte, vlen int, exp int64) bool {
+	return len(key) <= maxLen && vlen <= maxLen &&
+		s.cfg.charge(len(key)+vlen) <= s.cfg.maxEntry &&
 		(exp == 0 || exp > s.cfg.now())
 }
 
@@ -192,16 +204,19 @@ func (s *shard) unreserve(r resv) {
 
 // fill writes header, key and value into r's blocks. It needs no lock
 // when r is not yet published: no one else reads or writes those blocks.
-func (s *shard) fill(r resv, key, value []byte, exp int64) {
+func (s *shard) fill(r resv, key []byte, value *parts, exp int64) {
+	vlen := value.len()
 	hd := s.arena.header(r.first)
-	hd.expiry, hd.klen, hd.vlen, hd.contig = exp, uint32(len(key)), uint32(len(value)), 0
+	hd.expiry, hd.klen, hd.vlen, hd.contig = exp, uint32(len(key)), uint32(vlen), 0
 	if s.arena.contiguous(r.first, r.blocks) {
 		hd.contig = 1
 	}
-	c := s.arena.cursor(r.first, headerSize+len(key)+len(value))
+	c := s.arena.cursor(r.first, headerSize+len(key)+vlen)
 	c.skip(headerSize)
 	c.write(key)
-	c.write(value)
+	for _, p := range value {
+		c.write(p)
+	}
 }
 
 // takeOld removes the live entry under h, if any, and returns the queue
