@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +198,41 @@ func TestEarlyHintsWithheld(t *testing.T) {
 				t.Errorf("strata_early_hints_total = %v, want 0", n)
 			}
 		})
+	}
+}
+
+// TestEarlyHintsTLS: over TLS (Listener under tls.NewListener) a
+// kept-alive connection's later request gets its 103 too.
+func TestEarlyHintsTLS(t *testing.T) {
+	hp := newHintPair(t, nil)
+	certSrv := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate
+	cert := certSrv.TLS.Certificates
+	certSrv.Close()
+	ln := fasthttputil.NewInmemoryListener()
+	hp.serveWG.Add(1)
+	go func() {
+		defer hp.serveWG.Done()
+		_ = hp.http.Serve(tls.NewListener(hp.srv.Listener(ln), &tls.Config{Certificates: cert}))
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	raw, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true}) // #nosec G402 -- a test certificate
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	_, _ = io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	if code, _, _ := readFinal(t, br); code != 200 {
+		t.Fatalf("first request %d", code)
+	}
+	_, _ = io.WriteString(c, "GET /eh-tls HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	if links := readHints(t, br); len(links) != 2 {
+		t.Fatalf("103 Link fields %q", links)
+	}
+	hp.release <- struct{}{}
+	if code, _, body := readFinal(t, br); code != 200 || body != "final /eh-tls" {
+		t.Fatalf("final %d %q", code, body)
 	}
 }
