@@ -236,3 +236,44 @@ func TestEarlyHintsTLS(t *testing.T) {
 		t.Fatalf("final %d %q", code, body)
 	}
 }
+
+// TestEarlyHintsLeaderOnly: a request that joins the fill after its 103
+// (collapsed) gets the final response and no 103.
+func TestEarlyHintsLeaderOnly(t *testing.T) {
+	hp := newHintPair(t, nil)
+	lc, lbr := hp.dial(true)
+	_, _ = io.WriteString(lc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	readHints(t, lbr)
+	fc, fbr := hp.dial(true)
+	_, _ = io.WriteString(fc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(t, func() bool { return hp.fillRefs() == 3 }) // the leader, the fill, the follower
+	hp.release <- struct{}{}
+	for i, br := range []*bufio.Reader{lbr, fbr} {
+		if b, _ := br.Peek(len("HTTP/1.1 1")); string(b) == "HTTP/1.1 1" {
+			t.Fatalf("client %d: another 1xx", i)
+		}
+		if code, _, body := readFinal(t, br); code != 200 || body != "final /eh" {
+			t.Fatalf("client %d: %d %q", i, code, body)
+		}
+	}
+	if n := hp.hits.Load(); n != 1 {
+		t.Errorf("origin saw %d requests, want 1", n)
+	}
+}
+
+// fillRefs returns the references held on the one running fill (0: none).
+func (hp *hintPair) fillRefs() int {
+	for i := range hp.srv.fills.shards {
+		sh := &hp.srv.fills.shards[i]
+		sh.mu.Lock()
+		for _, f := range sh.m {
+			f.mu.Lock()
+			n := f.refs
+			f.mu.Unlock()
+			sh.mu.Unlock()
+			return n
+		}
+		sh.mu.Unlock()
+	}
+	return 0
+}
