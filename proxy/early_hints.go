@@ -27,12 +27,15 @@ import (
 //     connection meanwhile (as RequestCtx.EarlyHints would) overtakes it,
 //     or lands inside it. Connections accepted through Server.Listener
 //     record whether a Read reached the socket since the previous handler
-//     returned: fasthttp reads the socket for the next request only once
-//     it has flushed the previous response (its buffer was empty of
-//     requests, or it flushed before waiting for the rest of the header),
-//     so such a Read proves nothing is held back. A request with a body is
-//     excluded (its body may have been read with the previous response
-//     still held), as is any connection not accepted through Listener.
+//     returned: fasthttp (v1.78, Server.serveConn) reads the socket for
+//     the next request header only once it has flushed the previous
+//     response (its read buffer held no request, or it flushed before
+//     waiting for the rest of the header), so such a Read proves nothing
+//     is held back. This holds while the server does not stream request
+//     bodies (HTTPServer sets no StreamRequestBody). A request with a body
+//     is excluded (its body may have been read with the previous response
+//     still held), as is any connection not accepted through Listener;
+//     over TLS a request already decrypted ahead gets none.
 type hintSink struct {
 	s   *Server
 	ctx *fasthttp.RequestCtx // nil once the exchange is over or a write failed
