@@ -148,16 +148,24 @@ func TestEarlyHintsForwarded(t *testing.T) {
 func TestEarlyHintsKeepAlive(t *testing.T) {
 	hp := newHintPair(t, nil)
 	c, br := hp.dial(true)
+	hp.secondGetsHints(c, br, "/eh2")
+}
+
+// secondGetsHints sends /plain on c, then path, which must get its 103
+// before its final response.
+func (hp *hintPair) secondGetsHints(c io.Writer, br *bufio.Reader, path string) {
+	t := hp.t
+	t.Helper()
 	_, _ = io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: example.com\r\n\r\n")
 	if code, _, _ := readFinal(t, br); code != 200 {
 		t.Fatalf("first request %d", code)
 	}
-	_, _ = io.WriteString(c, "GET /eh2 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: example.com\r\n\r\n")
 	if links := readHints(t, br); len(links) != 2 {
 		t.Fatalf("103 Link fields %q", links)
 	}
 	hp.release <- struct{}{}
-	if code, _, body := readFinal(t, br); code != 200 || body != "final /eh2" {
+	if code, _, body := readFinal(t, br); code != 200 || body != "final "+path {
 		t.Fatalf("final %d %q", code, body)
 	}
 }
@@ -222,19 +230,7 @@ func TestEarlyHintsTLS(t *testing.T) {
 	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true}) // #nosec G402 -- a test certificate
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
-	_, _ = io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	if code, _, _ := readFinal(t, br); code != 200 {
-		t.Fatalf("first request %d", code)
-	}
-	_, _ = io.WriteString(c, "GET /eh-tls HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	if links := readHints(t, br); len(links) != 2 {
-		t.Fatalf("103 Link fields %q", links)
-	}
-	hp.release <- struct{}{}
-	if code, _, body := readFinal(t, br); code != 200 || body != "final /eh-tls" {
-		t.Fatalf("final %d %q", code, body)
-	}
+	hp.secondGetsHints(c, bufio.NewReader(c), "/eh-tls")
 }
 
 // TestEarlyHintsLeaderOnly: a request that joins the fill after its 103
