@@ -38,7 +38,7 @@ var restartKeys = []struct{ key, why string }{
 	{"cluster.", restartFixed}, // the peers' retrier and the CDN-Loop id
 	{"access_log.", restartFixed},
 	{"log.format", restartFixed},
-	{"edge.", restartFixed}, // the compressor's types, sizes and levels are built at start
+	{"edge.", restartFixed}, // the compressor's types, sizes and levels are built at start; early_hints is read from the Options fixed at start
 }
 
 // reloadKeys are the keys (and prefixes ending in ".") a reload applies.

@@ -7,7 +7,8 @@ import (
 )
 
 // Edge tunes what strata does for browsers and CDN clients at the edge:
-// compression of what the origin sends uncompressed (proxy/compress.go).
+// compression of what the origin sends uncompressed (proxy/compress.go)
+// and the origin's 103 Early Hints (proxy/early_hints.go).
 type Edge struct {
 	Compress        *bool    `yaml:"compress"`          // compress at the edge; default true
 	CompressTypes   []string `yaml:"compress_types"`    // media types ("type/sub" or "type/*"); default proxy.DefaultCompressTypes
@@ -15,12 +16,17 @@ type Edge struct {
 	CompressMaxSize Size     `yaml:"compress_max_size"` // larger bodies are left alone; default 8MiB
 	GzipLevel       int      `yaml:"gzip_level"`        // 1..9; default 6
 	BrotliQuality   int      `yaml:"brotli_quality"`    // 1..11; default 6
+	EarlyHints      *bool    `yaml:"early_hints"`       // forward the origin's 103 to the fill's client; default true
 }
 
 func (e *Edge) ensureDefaults() {
 	if e.Compress == nil {
 		t := true
 		e.Compress = &t
+	}
+	if e.EarlyHints == nil {
+		t := true
+		e.EarlyHints = &t
 	}
 	if len(e.CompressTypes) == 0 {
 		e.CompressTypes = append([]string(nil), proxy.DefaultCompressTypes...)

@@ -327,7 +327,9 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 		go s.runFill(f, o, req, *rp)
 		return
 	}
+	s.hintsFor(req, ctx, st)
 	s.leadFill(f, o, req, *rp)
+	st.hints.ctx = nil // the exchange is over; req may live on in the fill goroutine
 }
 
 // leadFill runs a fill's origin exchange on the goroutine of the request

@@ -36,6 +36,7 @@ type metrics struct {
 	backgroundRevalidations prometheus.Counter
 	fillDetached            prometheus.Counter
 	fillsOverLimit          prometheus.Counter
+	earlyHints              prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -90,6 +91,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_fills_over_limit_total",
 			Help: "Large responses streamed unshared and not stored because max_large_fills were running.",
 		}),
+		earlyHints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_early_hints_total",
+			Help: "103 Early Hints responses forwarded from the origin to a fill's leading client.",
+		}),
 	}
 	for i, name := range metricStatusNames {
 		m.requests[i] = requests.WithLabelValues(name)
@@ -101,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{requests, originErrors, duration, m.responseBytes, m.inflightFills, m.corrupt, m.cutShort, m.streamOverruns, m.fillLagged, m.fillDetached, m.fillsOverLimit,
-		m.backgroundRevalidations} {
+		m.backgroundRevalidations, m.earlyHints} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -78,6 +78,7 @@ func newOrigin(oo OriginOptions) (*origin, error) {
 		// (not a message quoting the origin's bytes), see originCause.
 		SecureErrorLogMessage: true,
 		RetryIfErr:            retryOrigin,
+		Transport:             hintTransport{}, // 103 Early Hints (origin_hints.go)
 	}
 	return o, nil
 }

@@ -84,6 +84,7 @@ type reqState struct {
 	tier    hybrid.Tier       // tier that answered the variant's record
 	verdict httpcache.Verdict // httpcache.Evaluate's verdict on st.obj
 	age     time.Duration     // st.obj's current age
+	hints   hintSink          // the fill leader's early hints (early_hints.go)
 }
 
 // New builds a Server over store. opts is copied; EnsureDefaults is
@@ -187,11 +188,13 @@ func (s *Server) abort() {
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	s.handler(ctx)
 	s.deadlines.armWrite(ctx.Conn())
+	noteHandled(ctx.Conn()) // early_hints.go
 }
 
 // errorHandler answers requests fasthttp could not parse.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	s.deadlines.armWrite(ctx.Conn())
+	noteHandled(ctx.Conn())
 	// A connection on which no whole request header arrived within
 	// ReadTimeout (an idle new connection, or a slow one) is closed
 	// without an answer, as nginx does: an error response nobody asked

@@ -104,6 +104,9 @@ func (o *origin) object(ctx *fasthttp.RequestCtx) {
 		ctx.Error(err.Error()+"\n", fasthttp.StatusBadRequest)
 		return
 	}
+	if len(p.hints) > 0 {
+		earlyHints(ctx, p.hints)
+	}
 	if p.delay > 0 {
 		time.Sleep(p.delay)
 	}
@@ -112,6 +115,17 @@ func (o *origin) object(ctx *fasthttp.RequestCtx) {
 	id := identity{seed: seed, size: size, version: version}
 	setHeaders(ctx, &p, id)
 	o.respond(ctx, &p, id)
+}
+
+// earlyHints sends a 103 Early Hints carrying links as Link fields (to
+// HTTP/1.1 clients; fasthttp sends none to 1.0). The final response does
+// not repeat them: hdr=Link:... adds one there.
+func earlyHints(ctx *fasthttp.RequestCtx, links []string) {
+	for _, l := range links {
+		ctx.Response.Header.Add("Link", l)
+	}
+	_ = ctx.EarlyHints()
+	ctx.Response.Header.Del("Link")
 }
 
 // failing answers per the fail switch and reports whether it did.

@@ -33,7 +33,10 @@
 //	version=N                       new content, ETag and Last-Modified
 //	status=N                        response status 200..599 (body still generated; 204 has none)
 //	ctype=T                         Content-Type (default application/octet-stream)
-//	hdr=Name:Value                  any extra header (repeatable, up to 16)
+//	hdr=Name:Value                  any extra header (repeatable, up to 16); e.g.
+//	                                hdr=CDN-Cache-Control:max-age=600 (RFC 9213)
+//	hint=LINK                       a 103 Early Hints with Link: LINK before the delay
+//	                                (repeatable, up to 16; not in the final response)
 //	delay=DURATION                  sleep before the headers (Go duration, up to 5m)
 //	rate=BYTES_PER_SEC              pace the body (e.g. 64KiB); written raw, Connection: close
 //	truncate=N                      promise the full length, close after N body bytes

@@ -30,6 +30,7 @@ type params struct {
 	truncate                   int64 // -1: none
 	tags, ctype                string
 	extra                      [][2]string // hdr=Name:Value
+	hints                      []string    // hint=<Link value>: sent in a 103 before the delay
 }
 
 // Bounds on what a query may ask for, so a typo cannot wedge a test run.
@@ -97,6 +98,8 @@ func (p *params) set(k, v string) error {
 		p.ctype = v
 	case "hdr":
 		err = p.addHeader(v)
+	case "hint":
+		err = p.addHint(v)
 	default:
 		// Unknown parameters are ignored: tests use them to make distinct URLs.
 	}
@@ -132,6 +135,17 @@ func (p *params) addHeader(v string) error {
 		return fmt.Errorf("at most %d", maxHeaders)
 	}
 	p.extra = append(p.extra, [2]string{name, strings.TrimSpace(val)})
+	return nil
+}
+
+func (p *params) addHint(v string) error {
+	if v == "" || strings.ContainsAny(v, "\r\n") {
+		return errors.New("want a Link field value")
+	}
+	if len(p.hints) >= maxHeaders {
+		return fmt.Errorf("at most %d", maxHeaders)
+	}
+	p.hints = append(p.hints, v)
 	return nil
 }
 

@@ -24,6 +24,8 @@ func TestParams(t *testing.T) {
 			func(p params) bool {
 				return p.tags == "a b" && len(p.extra) == 1 && p.extra[0] == [2]string{"X-A", "1"}
 			}},
+		{[][2]string{{"hint", "</a.css>; rel=preload; as=style"}, {"hint", "<https://cdn.example>; rel=preconnect"}}, "",
+			func(p params) bool { return len(p.hints) == 2 && p.hints[0] == "</a.css>; rel=preload; as=style" }},
 	} {
 		p, err := parseParams(tc.query)
 		if err != nil {
@@ -39,7 +41,7 @@ func TestParams(t *testing.T) {
 	}
 	for _, bad := range [][2]string{{"max-age", "-1"}, {"max-age", "x"}, {"status", "99"}, {"status", "600"},
 		{"delay", "1h"}, {"delay", "-1s"}, {"rate", "0"}, {"rate", "fast"}, {"etag", "maybe"}, {"hdr", "novalue"},
-		{"hdr", "X: a\r\nInjected: 1"}, {"truncate", "-5"}} {
+		{"hdr", "X: a\r\nInjected: 1"}, {"truncate", "-5"}, {"hint", ""}, {"hint", "</a>\r\nX: 1"}} {
 		if _, err := parseParams([][2]string{bad}); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

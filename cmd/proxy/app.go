@@ -205,12 +205,15 @@ func (a *app) listen(cfg *configs.Config) error {
 		lns = append(lns, bound{name, scheme, ln, serve})
 		return nil
 	}
-	err := bind("strata", "http", cfg.Listen, a.srv.Serve)
+	// Server.Listener: connections that may receive 103 Early Hints.
+	err := bind("strata", "http", cfg.Listen, func(ln net.Listener) error {
+		return a.srv.Serve(a.proxy.Listener(ln))
+	})
 	if err == nil && cfg.TLS.Listen != "" {
 		err = a.certs.load(cfg.TLS) // reloaded on SIGHUP (reload.go)
 		if err == nil {
 			err = bind("strata", "https", cfg.TLS.Listen, func(ln net.Listener) error {
-				return a.srv.Serve(tls.NewListener(ln, a.certs.config()))
+				return a.srv.Serve(tls.NewListener(a.proxy.Listener(ln), a.certs.config()))
 			})
 		}
 	}
