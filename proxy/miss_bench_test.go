@@ -95,7 +95,8 @@ func BenchmarkMiss(b *testing.B) {
 // exchange and the test store's copy included (29 when written: fasthttp's
 // streamed client response ~5, the fill, its context and deadline, the
 // stored headers, the store's copy; 21 since the fill's context is its
-// opLife, whose timer is the one allocation left of the 8 it took).
+// opLife, whose timer is the one allocation left of the 8 it took; 18
+// since the origin client's transport is strata's, origin_hints.go).
 func TestMissAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -116,7 +117,7 @@ func TestMissAllocs(t *testing.T) {
 	if store.Len() < 200+n {
 		t.Fatalf("%d stored", store.Len())
 	}
-	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 24 {
-		t.Errorf("%.1f allocations per miss, want <= 24", per)
+	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 20 {
+		t.Errorf("%.1f allocations per miss, want <= 20", per)
 	}
 }
