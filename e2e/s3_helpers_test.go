@@ -158,6 +158,7 @@ type countingProxy struct {
 	total    atomic.Int64
 	bytes    atomic.Int64  // response body bytes passed on
 	delay    time.Duration // added before each request is forwarded: a far bucket's first-byte time
+	rate     float64       // bytes per second each response body is paced to, when > 0: one bucket stream's speed
 	statuses sync.Map      // int -> *atomic.Int64
 }
 
@@ -170,7 +171,7 @@ func startCountingProxy(t testing.TB, target string) *countingProxy {
 	rp.ModifyResponse = func(r *http.Response) error {
 		v, _ := cp.statuses.LoadOrStore(r.StatusCode, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
-		r.Body = &countingBody{ReadCloser: r.Body, n: &cp.bytes}
+		r.Body = &countingBody{ReadCloser: r.Body, n: &cp.bytes, rate: cp.rate, start: time.Now()}
 		return nil
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -218,11 +219,21 @@ func s3StrataConfig(endpoint, extra string) string {
 
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	n     *atomic.Int64
+	rate  float64 // bytes per second, when > 0
+	start time.Time
+	sent  int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n.Add(int64(n))
+	b.sent += int64(n)
+	if b.rate > 0 {
+		due := b.start.Add(time.Duration(float64(b.sent) / b.rate * float64(time.Second)))
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+	}
 	return n, err
 }
