@@ -414,6 +414,49 @@ func TestStalledReaderDetached(t *testing.T) {
 	}
 }
 
+// TestDetachedReaderRecordGone: a lagging reader that reads on from the
+// store after the fill committed, and finds the record gone (here the
+// store refused it; compression at the edge puts an index in its place,
+// a purge removes it), still gets the whole body, from the fill's own
+// object and the slices in the store. Its connection was cut before.
+func TestDetachedReaderRecordGone(t *testing.T) {
+	body := bigBody(10 * (64 << 10))
+	g := newGate()
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("Range") != "" { // the lost slice, fetched again
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+			return
+		}
+		_, _ = w.Write(body[:10])
+		w.(http.Flusher).Flush()
+		g.wait()
+		_, _ = w.Write(body[10:])
+	}, func(o *Options) { o.FillWindow = 2; o.FillLagWait = 10 * time.Millisecond })
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor("/gone"), &p.srv.opts.Key)
+	mkey, lost := metaKey(nil, key), sliceKey(nil, key, 3)
+	// The record and slice 3 never reach the store: the reader must read
+	// on past slice 3 without the record.
+	p.store.Drop = func(k []byte) bool { return bytes.Equal(k, mkey) || bytes.Equal(k, lost) }
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /gone HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(t, func() bool { return p.waiters("/gone") == 1 })
+	g.open()
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(c)); err != nil || !bytes.Equal(resp.Body(), body) {
+		t.Fatalf("lagging reader: %d of %d bytes, err %v", len(resp.Body()), len(body), err)
+	}
+	if n := p.hits.Load(); n != 2 {
+		t.Errorf("origin asked %d times, want 2 (the fill, then slice 3)", n)
+	}
+}
+
 // TestMaxLargeFills: beyond MaxLargeFills concurrent fills of large bodies
 // a large response is streamed to its client unshared and not stored; a
 // small one is still stored.
