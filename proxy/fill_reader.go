@@ -311,20 +311,21 @@ func (r *fillReader) openRecord() error {
 		return errNoRecord
 	}
 	// The record the fill committed describes the slices; when it is gone
-	// or replaced (purged, a newer version, or a compression index put in
-	// its place: compress_sliced.go), the fill's own object still does,
-	// and this response goes on with the version it started with: its
-	// slices carry their generation, and a missing one is fetched with
-	// the fill's validators.
+	// (purged, refused by the store) or is no record any more (a
+	// compression index put in its place: compress_sliced.go), the fill's
+	// own object still does: its slices carry their generation, and a
+	// missing one is fetched with the fill's validators. A newer version's
+	// record ends this response instead: fetching the old version's
+	// slices again would store them over the new one's.
 	var kb [256]byte
 	rec, _, ok := f.s.store.Get(metaKey(kb[:0], f.skey), nil)
 	var o object
-	if !ok || decodeObject(&o, rec) != nil || o.Gen != f.obj.Gen {
+	if !ok || decodeObject(&o, rec) != nil {
 		f.mu.Lock()
 		o = f.obj
 		f.mu.Unlock()
 	}
-	if !o.refetchable() {
+	if o.Gen != f.obj.Gen || !o.refetchable() {
 		return errNoRecord
 	}
 	src := new(sliceSource)
