@@ -457,6 +457,50 @@ func TestDetachedReaderRecordGone(t *testing.T) {
 	}
 }
 
+// TestDetachedReaderKeepsIndex: a lagging reader reads on from the fill's
+// own object after a variant index (compression at the edge) took the
+// record's place, and fetches a lost slice again: the fetch must not put
+// its record over the index, which would hide the URL's variants.
+func TestDetachedReaderKeepsIndex(t *testing.T) {
+	body := bigBody(10 * (64 << 10))
+	g := newGate()
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("Range") != "" { // the lost slice, fetched again
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+			return
+		}
+		_, _ = w.Write(body[:10])
+		w.(http.Flusher).Flush()
+		g.wait()
+		_, _ = w.Write(body[10:])
+	}, func(o *Options) { o.FillWindow = 2; o.FillLagWait = 10 * time.Millisecond })
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor("/indexed"), &p.srv.opts.Key)
+	mkey, lost := metaKey(nil, key), sliceKey(nil, key, 3)
+	p.store.Drop = func(k []byte) bool { return bytes.Equal(k, lost) }
+	c, err := p.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /indexed HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(t, func() bool { return p.waiters("/indexed") == 1 })
+	g.open()
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	x := variantIndex{Epoch: 1, Vary: httpcache.HeaderAcceptEncoding, Keys: [][]byte{edgeVaryKey(httpcache.AcceptGzip)}}
+	index := appendVariantIndex(nil, &x)
+	p.store.Insert(mkey, index, time.Time{})
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(c)); err != nil || !bytes.Equal(resp.Body(), body) {
+		t.Fatalf("lagging reader: %d of %d bytes, err %v", len(resp.Body()), len(body), err)
+	}
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	if v, _, ok := p.store.Get(mkey, nil); !ok || !bytes.Equal(v, index) {
+		t.Fatalf("the URL's index was replaced (found %v, index %v)", ok, ok && isVariantIndex(v))
+	}
+}
+
 // TestMaxLargeFills: beyond MaxLargeFills concurrent fills of large bodies
 // a large response is streamed to its client unshared and not stored; a
 // small one is still stored.
