@@ -447,3 +447,41 @@ func TestCompressSlicedOneAtATime(t *testing.T) {
 	expectHeader(t, p.get("/big", "Accept-Encoding", "gzip"), "Content-Encoding", "")
 	expectHeader(t, p.get("/small", "Accept-Encoding", "gzip"), "Content-Encoding", "gzip")
 }
+
+// TestCompressSlicedRefreshKeepsIndex: a revalidation of the URL's
+// identity record that began before the compression put its index in
+// place, and got a 304 after, must not write the record back over the
+// index (which would leave the compressed representations unreachable
+// and the URL uncompressed until it is fetched whole again).
+func TestCompressSlicedRefreshKeepsIndex(t *testing.T) {
+	body := wordText(300<<10, 14)
+	g, asked := newGate(), make(chan struct{}, 1)
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("ETag", `"k"`)
+		if r.Header.Get("If-None-Match") == `"k"` {
+			asked <- struct{}{}
+			g.wait()
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.Compress.Disable = true })
+	p.get("/k")
+	p.settle()
+	j := storedJob(t, p)
+	p.clock.Advance(2 * time.Minute)
+	done := make(chan *fasthttp.Response)
+	go func() { done <- p.get("/k", "Accept-Encoding", "gzip") }()
+	<-asked
+	p.srv.storeCompressedSliced(j) // the index goes in while the 304 is on its way
+	g.open()
+	if r := <-done; r.StatusCode() != 200 || !bytes.Equal(r.Body(), body) {
+		t.Fatalf("revalidated: %d, %d bytes", r.StatusCode(), len(r.Body()))
+	}
+	p.settle()
+	if v, _, ok := p.store.Get(metaKey(nil, j.pkey), nil); !ok || !isVariantIndex(v) {
+		t.Fatalf("the URL's index was replaced by the refreshed record (found %v)", ok)
+	}
+}
