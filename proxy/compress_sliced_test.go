@@ -485,3 +485,34 @@ func TestCompressSlicedRefreshKeepsIndex(t *testing.T) {
 		t.Fatalf("the URL's index was replaced by the refreshed record (found %v)", ok)
 	}
 }
+
+// TestCompressIfRangeDate: an If-Range holding the origin's
+// Last-Modified matches the identity bytes (a strong validator there),
+// never a compressed representation, inline or sliced, which shares that
+// date with the identity bytes: a client resuming a download of one
+// representation must not be sent a range of another's bytes.
+func TestCompressIfRangeDate(t *testing.T) {
+	for _, n := range []int{20 << 10, 300 << 10} {
+		body := wordText(n, 15)
+		lm := "Wed, 01 Jan 2020 00:00:00 GMT"
+		p := newPair(t, edgeOrigin(body, "Content-Type", "text/plain", "Last-Modified", lm), nil)
+		p.get("/d", "Accept-Encoding", "gzip")
+		p.settle()
+		for _, ae := range []string{"identity", "br", "gzip"} {
+			r := p.get("/d", "Accept-Encoding", ae, "Range", "bytes=0-9", "If-Range", lm)
+			ce := string(r.Header.Peek("Content-Encoding"))
+			want := 206 // identity bytes (a coding that did not pay stores them too)
+			if ce != "" {
+				want = 200
+			} else if ae == "br" {
+				t.Fatalf("%d bytes: br not stored compressed", n)
+			}
+			if r.StatusCode() != want {
+				t.Fatalf("%d bytes, %s with If-Range of the date: %d (Content-Encoding %q), want %d", n, ae, r.StatusCode(), ce, want)
+			}
+			if want == 200 && !bytes.Equal(decode(t, ce, r.Body()), body) {
+				t.Fatalf("%d bytes, %s: the whole body differs", n, ae)
+			}
+		}
+	}
+}
