@@ -49,7 +49,8 @@ import (
 // §14.1.2), and its own entity tag, W/"<origin tag>-gz" or -br: weak,
 // because a later recompression (another library version) may give other
 // bytes for the same tag, and so If-Range never matches it (a range
-// request with If-Range gets the whole representation). Revalidating it
+// request with If-Range gets the whole representation; nor does an
+// If-Range date, the identity's Last-Modified, which it shares). Revalidating it
 // with the origin sends that tag, which the origin does not know: the
 // answer is a new 200, compressed again. Content-MD5, Digest,
 // Content-Digest and Repr-Digest are dropped (they would describe the

@@ -447,3 +447,72 @@ func TestCompressSlicedOneAtATime(t *testing.T) {
 	expectHeader(t, p.get("/big", "Accept-Encoding", "gzip"), "Content-Encoding", "")
 	expectHeader(t, p.get("/small", "Accept-Encoding", "gzip"), "Content-Encoding", "gzip")
 }
+
+// TestCompressSlicedRefreshKeepsIndex: a revalidation of the URL's
+// identity record that began before the compression put its index in
+// place, and got a 304 after, must not write the record back over the
+// index (which would leave the compressed representations unreachable
+// and the URL uncompressed until it is fetched whole again).
+func TestCompressSlicedRefreshKeepsIndex(t *testing.T) {
+	body := wordText(300<<10, 14)
+	g, asked := newGate(), make(chan struct{}, 1)
+	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("ETag", `"k"`)
+		if r.Header.Get("If-None-Match") == `"k"` {
+			asked <- struct{}{}
+			g.wait()
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(body)
+	}, func(o *Options) { o.Compress.Disable = true })
+	p.get("/k")
+	p.settle()
+	j := storedJob(t, p)
+	p.clock.Advance(2 * time.Minute)
+	done := make(chan *fasthttp.Response)
+	go func() { done <- p.get("/k", "Accept-Encoding", "gzip") }()
+	<-asked
+	p.srv.storeCompressedSliced(j) // the index goes in while the 304 is on its way
+	g.open()
+	if r := <-done; r.StatusCode() != 200 || !bytes.Equal(r.Body(), body) {
+		t.Fatalf("revalidated: %d, %d bytes", r.StatusCode(), len(r.Body()))
+	}
+	p.settle()
+	if v, _, ok := p.store.Get(metaKey(nil, j.pkey), nil); !ok || !isVariantIndex(v) {
+		t.Fatalf("the URL's index was replaced by the refreshed record (found %v)", ok)
+	}
+}
+
+// TestCompressIfRangeDate: an If-Range holding the origin's
+// Last-Modified matches the identity bytes (a strong validator there),
+// never a compressed representation, inline or sliced, which shares that
+// date with the identity bytes: a client resuming a download of one
+// representation must not be sent a range of another's bytes.
+func TestCompressIfRangeDate(t *testing.T) {
+	for _, n := range []int{20 << 10, 300 << 10} {
+		body := wordText(n, 15)
+		lm := "Wed, 01 Jan 2020 00:00:00 GMT"
+		p := newPair(t, edgeOrigin(body, "Content-Type", "text/plain", "Last-Modified", lm), nil)
+		p.get("/d", "Accept-Encoding", "gzip")
+		p.settle()
+		for _, ae := range []string{"identity", "br", "gzip"} {
+			r := p.get("/d", "Accept-Encoding", ae, "Range", "bytes=0-9", "If-Range", lm)
+			ce := string(r.Header.Peek("Content-Encoding"))
+			want := 206 // identity bytes (a coding that did not pay stores them too)
+			if ce != "" {
+				want = 200
+			} else if ae == "br" {
+				t.Fatalf("%d bytes: br not stored compressed", n)
+			}
+			if r.StatusCode() != want {
+				t.Fatalf("%d bytes, %s with If-Range of the date: %d (Content-Encoding %q), want %d", n, ae, r.StatusCode(), ce, want)
+			}
+			if want == 200 && !bytes.Equal(decode(t, ce, r.Body()), body) {
+				t.Fatalf("%d bytes, %s: the whole body differs", n, ae)
+			}
+		}
+	}
+}

@@ -167,13 +167,23 @@ func (r *fillReader) lend() (b []byte, lent bool, err error) {
 	return buf[sliceHeaderLen+off : end], true, nil
 }
 
-// giveBack ends a lend of which n bytes were written.
+// giveBack ends a lend of which n bytes were written. A buffer the reader
+// owns (disown) that another detached reader still writes from passes to
+// that reader instead of going back to the pool.
 func (r *fillReader) giveBack(n int) {
 	f := r.f
 	f.mu.Lock()
 	buf, own := r.lent, r.ownsLent
 	r.lent, r.ownsLent = nil, false
 	r.advance(n)
+	if own {
+		for _, x := range f.readers {
+			if len(x.lent) > 0 && &x.lent[0] == &buf[0] {
+				x.ownsLent, own = true, false
+				break
+			}
+		}
+	}
 	f.mu.Unlock()
 	if own {
 		putSlab(buf)
@@ -183,7 +193,8 @@ func (r *fillReader) giveBack(n int) {
 // disown makes slot's buffer, which the fill is about to reuse, the
 // property of a reader still writing from it (lend), and gives the slot a
 // fresh one. Only a detached reader can be such a reader: the fill reuses
-// a slot only once every other reader is past its slice.
+// a slot only once every other reader is past its slice. Several may
+// write from it: the owner hands it on to another when done (giveBack).
 // REQUIRES: f.mu held.
 func (f *fill) disown(slot int) {
 	buf := f.window[slot]

@@ -414,12 +414,14 @@ func TestStalledReaderDetached(t *testing.T) {
 	}
 }
 
-// TestDetachedReaderRecordGone: a lagging reader that reads on from the
-// store after the fill committed, and finds the record gone (here the
-// store refused it; compression at the edge puts an index in its place,
-// a purge removes it), still gets the whole body, from the fill's own
-// object and the slices in the store. Its connection was cut before.
-func TestDetachedReaderRecordGone(t *testing.T) {
+// laggingRead fetches path (10 slices of 64 KiB, ETag "v1") through a
+// fill that a reader lags behind: its client reads nothing until the fill
+// ended, so the reader reads on from the store and finds slice 3, which
+// never reached the store, missing. drop also keeps the keys it names
+// from the store; committed runs after the fill ended, before the client
+// reads. It returns the pair and the URL's key.
+func laggingRead(t *testing.T, path string, drop func(key []byte) bool, committed func(p *pair, key []byte)) (*pair, []byte) {
+	t.Helper()
 	body := bigBody(10 * (64 << 10))
 	g := newGate()
 	p := newPair(t, func(w http.ResponseWriter, r *http.Request) {
@@ -434,26 +436,53 @@ func TestDetachedReaderRecordGone(t *testing.T) {
 		g.wait()
 		_, _ = w.Write(body[10:])
 	}, func(o *Options) { o.FillWindow = 2; o.FillLagWait = 10 * time.Millisecond })
-	key := httpcache.BuildKey(nil, []byte("http"), requestFor("/gone"), &p.srv.opts.Key)
-	mkey, lost := metaKey(nil, key), sliceKey(nil, key, 3)
-	// The record and slice 3 never reach the store: the reader must read
-	// on past slice 3 without the record.
-	p.store.Drop = func(k []byte) bool { return bytes.Equal(k, mkey) || bytes.Equal(k, lost) }
+	key := httpcache.BuildKey(nil, []byte("http"), requestFor(path), &p.srv.opts.Key)
+	lost := sliceKey(nil, key, 3)
+	p.store.Drop = func(k []byte) bool { return bytes.Equal(k, lost) || drop(k) }
 	c, err := p.ln.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, _ = io.WriteString(c, "GET /gone HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	waitFor(t, func() bool { return p.waiters("/gone") == 1 })
+	_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(t, func() bool { return p.waiters(path) == 1 })
 	g.open()
 	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	committed(p, key)
 	var resp fasthttp.Response
 	if err := resp.Read(bufioReader(c)); err != nil || !bytes.Equal(resp.Body(), body) {
 		t.Fatalf("lagging reader: %d of %d bytes, err %v", len(resp.Body()), len(body), err)
 	}
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+	return p, key
+}
+
+// TestDetachedReaderRecordGone: a lagging reader that reads on from the
+// store after the fill committed, and finds the record gone (here the
+// store refused it; compression at the edge puts an index in its place,
+// a purge removes it), still gets the whole body, from the fill's own
+// object and the slices in the store. Its connection was cut before.
+func TestDetachedReaderRecordGone(t *testing.T) {
+	// The record never reaches the store: the reader must read on past
+	// slice 3 without it.
+	p, _ := laggingRead(t, "/gone", func(k []byte) bool { return k[0] == metaKeyPrefix }, func(*pair, []byte) {})
 	if n := p.hits.Load(); n != 2 {
 		t.Errorf("origin asked %d times, want 2 (the fill, then slice 3)", n)
+	}
+}
+
+// TestDetachedReaderKeepsIndex: a lagging reader reads on from the fill's
+// own object after a variant index (compression at the edge) took the
+// record's place, and fetches a lost slice again: the fetch must not put
+// its record over the index, which would hide the URL's variants.
+func TestDetachedReaderKeepsIndex(t *testing.T) {
+	x := variantIndex{Epoch: 1, Vary: httpcache.HeaderAcceptEncoding, Keys: [][]byte{edgeVaryKey(httpcache.AcceptGzip)}}
+	index := appendVariantIndex(nil, &x)
+	p, key := laggingRead(t, "/indexed", func([]byte) bool { return false }, func(p *pair, key []byte) {
+		p.store.Insert(metaKey(nil, key), index, time.Time{})
+	})
+	if v, _, ok := p.store.Get(metaKey(nil, key), nil); !ok || !bytes.Equal(v, index) {
+		t.Fatalf("the URL's index was replaced (found %v, index %v)", ok, ok && isVariantIndex(v))
 	}
 }
 

@@ -164,3 +164,48 @@ func TestRecordBodyInsertedInParts(t *testing.T) {
 		t.Fatalf("%d records stored", records)
 	}
 }
+
+// TestDetachedWritersShareLentBytes: two readers stall in writes of bytes
+// lent from the same window buffer and are both detached; the fill gives
+// the slot a fresh buffer. The first to finish its write must not return
+// the shared buffer to the pool while the other still writes from it.
+func TestDetachedWritersShareLentBytes(t *testing.T) {
+	const slice = 64 << 10
+	body := bigBody(12 * slice)
+	p := newPair(t, sizedOrigin(body), func(o *Options) {
+		o.FillWindow, o.SliceSize, o.FillLagWait = 2, slice, 300*time.Millisecond
+	})
+	a := newStallConn("/shared", 2*slice+slice/2) // within slice 2, in slot 0
+	doneA := p.serveStall(a)
+	<-a.stalled
+	b := newStallConn("/shared", 2*slice+slice/2) // joins the fill, stalls in the same bytes
+	doneB := p.serveStall(b)
+	<-b.stalled
+	waitFor(t, func() bool { return p.srv.nfills.Load() == 0 }) // both detached, slot 0 reused
+	a.gate.open()
+	<-doneA
+	// Whatever a gave back to the pool is taken and written over.
+	var taken [][]byte
+	for range 64 {
+		s := getSlab(sliceHeaderLen + slice)
+		s = s[:cap(s)]
+		for i := range s {
+			s[i] = 0xEE
+		}
+		taken = append(taken, s)
+	}
+	b.gate.open()
+	<-doneB
+	for _, s := range taken {
+		putSlab(s)
+	}
+	for name, c := range map[string]*stallConn{"first": a, "second": b} {
+		if got := c.body(); !bytes.Equal(got, body) {
+			i := 0
+			for i < min(len(got), len(body)) && got[i] == body[i] {
+				i++
+			}
+			t.Fatalf("%s reader: %d of %d bytes, first difference at %d", name, len(got), len(body), i)
+		}
+	}
+}

@@ -66,7 +66,15 @@ func rangesFor(h *fasthttp.RequestHeader, size int64, etag []byte, lm, date time
 // the caller (rangeFull).
 func (s *Server) serveRanged(ctx *fasthttp.RequestCtx, st *reqState, age time.Duration, cs cacheStatus) rangeOutcome {
 	o := &st.obj
-	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, o.LastModified, o.Date)
+	lm := o.LastModified
+	if o.EdgeCoded {
+		// A coding strata made shares the identity's Last-Modified, which
+		// therefore tells neither representation's bytes from the other's
+		// (RFC 9110 §8.8.1): an If-Range date never matches it, as its
+		// weak entity tag does not (compress.go).
+		lm = time.Time{}
+	}
+	rs, code := rangesFor(&ctx.Request.Header, o.BodyLen, o.ETag, lm, o.Date)
 	switch {
 	case code == fasthttp.StatusRequestedRangeNotSatisfiable:
 		s.writeUnsatisfied(ctx, o.BodyLen, cs)

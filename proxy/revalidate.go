@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"strata/hybrid"
 	"strata/proxy/internal/httpcache"
 )
 
@@ -158,18 +159,37 @@ func (s *Server) refresh(f *fill, rp *httpcache.RequestPolicy, h304 *fasthttp.Re
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate = si.MustRevalidate
 	rec := appendObject(nil, &o)
-	mkey := metaKey(nil, f.key)
-	if si.Store {
-		s.store.Insert(mkey, rec, s.storeExpiry(&si, respTime))
-	} else {
-		s.store.Remove(mkey)
-	}
+	s.storeRefreshed(f.key, rec, &si, respTime)
 	f.mu.Lock()
 	f.rv.rec, f.rv.status = rec, fasthttp.StatusNotModified
 	f.state = fillRefreshed
 	f.cond.Broadcast()
 	f.mu.Unlock()
 	return true
+}
+
+// storeRefreshed stores the refreshed record rec under key, or removes
+// the record when the 304 made it unstorable, unless a variant index has
+// taken the record's place meanwhile (compression at the edge put one in
+// when it finished, or the URL varies now): the record would hide every
+// variant, and the variants revalidate on their own. Index updates hold
+// the key's variant lock, so the check and the write are one step.
+func (s *Server) storeRefreshed(key, rec []byte, si *httpcache.StoreInfo, respTime time.Time) {
+	m := s.vlocks.lock(key)
+	defer m.Unlock()
+	mkey := metaKey(nil, key)
+	var v hybrid.Value // lent: an inline record is not copied to read its magic
+	_, ok := s.store.Lend(mkey, &v)
+	index := ok && isVariantIndex(v.Bytes())
+	v.Release()
+	if index {
+		return
+	}
+	if si.Store {
+		s.store.Insert(mkey, rec, s.storeExpiry(si, respTime))
+	} else {
+		s.store.Remove(mkey)
+	}
 }
 
 // mergeHeaders writes into h the stored headers updated from the 304's

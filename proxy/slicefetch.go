@@ -64,7 +64,7 @@ type sliceFetch struct {
 	base    []byte
 	digests bool
 	unpaced bool   // see fill.unpaced; fetch goroutine only
-	private bool   // fetchPrivate: nothing is stored; fetch goroutine only
+	private bool   // fetchPrivate, or a record not adopted (adoptRecord): nothing is stored; fetch goroutine only
 	life    opLife // the fetch's context (fill_life.go)
 }
 

@@ -44,7 +44,9 @@ func (sf *sliceFetch) accept(resp *fasthttp.Response, rp *httpcache.RequestPolic
 		putSlab(rec)
 		rec, digests = base, true
 	} else {
-		rec = s.adoptRecord(sf.key, rec, &cand)
+		var stored bool
+		rec, stored = s.adoptRecord(sf.key, rec, &cand)
+		sf.private = !stored // fetch goroutine: its slices would be orphans
 	}
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
@@ -112,14 +114,21 @@ func (sf *sliceFetch) buildRecord(o *object, resp *fasthttp.Response, si *httpca
 // validator, size and slice size), so that its slices stay valid and its
 // freshness is renewed by this response (RFC 9111 §3.4, §4.3.4); with a
 // new generation otherwise (the object changed: its old slices are never
-// served again).
-func (s *Server) adoptRecord(key, rec []byte, cand *object) []byte {
+// served again). When key holds a variant index instead (the URL varies
+// now: the origin's Vary, or compression at the edge put one in place of
+// the record this fetch's reader started from), nothing is inserted
+// (stored false): a record there would hide every variant. The fetch then
+// only serves its waiters.
+func (s *Server) adoptRecord(key, rec []byte, cand *object) (_ []byte, stored bool) {
 	mu := s.fetches.recLock(key)
 	mu.Lock()
 	defer mu.Unlock()
 	var kb [256]byte
 	mk := metaKey(kb[:0], key)
 	old, _, ok := s.store.Get(mk, nil)
+	if ok && isVariantIndex(old) {
+		return rec, false
+	}
 	var o object
 	if ok && decodeObject(&o, old) == nil && o.Status == fasthttp.StatusOK && !o.inline() &&
 		o.BodyLen == cand.BodyLen && o.SliceSize == cand.SliceSize && sameValidator(&o, cand) {
@@ -131,7 +140,7 @@ func (s *Server) adoptRecord(key, rec []byte, cand *object) []byte {
 	}
 	keep := max(cand.StaleWhileRevalidate, cand.StaleIfError, s.cfg().Policy.Grace)
 	s.store.Insert(mk, rec, cand.ResponseTime.Add(cand.Lifetime+keep))
-	return rec
+	return rec, true
 }
 
 // recLock returns the mutex serialising record adoption for key.
