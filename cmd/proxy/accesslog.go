@@ -80,7 +80,7 @@ func (la logAccess) Timed() bool { return la.l.Timed() }
 // LogAccess implements proxy.AccessLogger.
 func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
 	e := accesslog.Entry{
-		Time: r.Start, Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
+		Time: r.Start, Conn: ctx.ConnID(), Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
 		Referer: ctx.Request.Header.Referer(), UserAgent: ctx.Request.Header.UserAgent(),
 		Status: ctx.Response.StatusCode(), Bytes: bodyBytes(ctx),
 		CacheStatus: r.CacheStatus, Detail: r.Detail, Tier: r.Tier,
