@@ -21,8 +21,8 @@
 // strata_access_log_lines_total, failed writes (the lines in them are
 // lost) in strata_access_log_write_errors_total.
 //
-// A goroutine beside the writer keeps a coarse clock (the second, every 10 ms)
-// that stamps lines written without a time: the combined format shows
+// A goroutine beside the writer keeps a coarse clock (the second, set as
+// each second starts) that stamps lines written without a time: the combined format shows
 // only the second, so its callers need not read the clock per request
 // (Log.Timed).
 //

@@ -18,7 +18,7 @@ const (
 	lineBytes     = 256 // a typical line, for sizing from BufferLines
 	stackLine     = 512 // lines up to this long are formatted on the stack
 	flushEvery    = 100 * time.Millisecond
-	clockEvery    = 10 * time.Millisecond // how stale a line's coarse time may be
+	clockEvery    = 100 * time.Millisecond // the coarse clock's longest sleep
 	errorLogEvery = 10 * time.Second
 )
 
@@ -75,21 +75,30 @@ func Open(opts Options) (*Log, error) {
 	return l, nil
 }
 
-// tick keeps the coarse clock. It is not the writer's job: a write that
-// blocks on a slow disk would leave every line meanwhile with a stale
-// time. It stops when the writer does.
+// tick keeps the coarse clock: it wakes as each second starts (and every
+// clockEvery besides, so that a step of the wall clock shows soon), not
+// every few milliseconds. It is not the writer's job: a write that blocks
+// on a slow disk would leave every line meanwhile with a stale time. It
+// stops when the writer does.
 func (l *Log) tick() {
 	defer close(l.clockDone)
-	clock := time.NewTicker(clockEvery)
-	defer clock.Stop()
+	t := time.NewTimer(nextTick(time.Now()))
+	defer t.Stop()
 	for {
 		select {
-		case now := <-clock.C:
+		case now := <-t.C:
 			l.sec.Store(now.Unix())
+			t.Reset(nextTick(now))
 		case <-l.done:
 			return
 		}
 	}
+}
+
+// nextTick is how long after now the coarse clock next wakes: at the
+// start of the next second, or after clockEvery if that is sooner.
+func nextTick(now time.Time) time.Duration {
+	return min(time.Second-time.Duration(now.Nanosecond()), clockEvery)
 }
 
 func (l *Log) newMetrics(reg prometheus.Registerer) error {
