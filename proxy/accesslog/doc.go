@@ -27,11 +27,11 @@
 // (Log.Timed).
 //
 // Reopen (on SIGUSR1, logrotate's convention) waits for the writer to
-// write every line buffered or queued, open Path anew (creating it) and
+// write every line buffered, open Path anew (creating it) and
 // close the old file, so a file moved aside keeps every line written before
 // Reopen and the new file gets every line written after it. If the new
 // file cannot be opened the old one is kept and the error logged.
 //
-// Close stops the writer after it has written what is queued. A Log is
+// Close stops the writer after it has written what is buffered. A Log is
 // safe for concurrent use; Write after Close drops the line.
 package accesslog

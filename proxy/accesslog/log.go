@@ -179,7 +179,7 @@ func (l *Log) Reopen() {
 	}
 }
 
-// Close stops the writer once it has written the queued lines, and
+// Close stops the writer once it has written the buffered lines, and
 // closes the file. It returns ctx.Err() if ctx ends first (the writer
 // then stops after its current write).
 func (l *Log) Close(ctx context.Context) error {
