@@ -12,7 +12,7 @@
 // the Log, takes every shard's lines at once and writes them in the order
 // of their numbers, so lines are in the order their Writes took them, as
 // with a single buffer. It takes them when a quarter of the buffer space
-// is in use (at most 1 MiB), every 100 ms, and before a reopen or close:
+// is in use (at most 64 KiB), every 100 ms, and before a reopen or close:
 // one write(2) for many lines, and no wake-up of the writer per line. The
 // buffers hold Options.BufferLines lines of about 256 bytes in all, in
 // chunks any shard may use. When they are full, because the disk cannot

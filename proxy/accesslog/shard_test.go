@@ -84,3 +84,37 @@ func TestOneConnectionUsesTheBudget(t *testing.T) {
 		t.Errorf("written %d + dropped %v = %v, want %d", bw.n, dropped, got, n)
 	}
 }
+
+// TestChunksReused: in a steady flow, the writer's takes give back the
+// chunks that were just written and the shards take those again, so the
+// same few chunks stay in use (and in the cache) rather than every chunk
+// of the budget in turn.
+func TestChunksReused(t *testing.T) {
+	var b buffers
+	b.init(8192*lineBytes, 2)
+	b.wakeup = func() {}
+	line := AppendCombined(nil, entry())
+	used := map[*byte]bool{}
+	for range 200 {
+		for i := range 100 {
+			if !b.add(uint64(i%3), line) {
+				t.Fatal("a line dropped with the writer keeping up")
+			}
+		}
+		for i := range b.shards {
+			for _, c := range append(b.shards[i].full, b.shards[i].cur) {
+				if cap(c) > 0 {
+					used[&c[:1][0]] = true
+				}
+			}
+		}
+		b.merge(b.take())
+		b.recycle()
+	}
+	if n := len(b.free); n*b.chunk != 8192*lineBytes {
+		t.Errorf("%d chunks of %d bytes free after the last take, want the whole budget", n, b.chunk)
+	}
+	if want := 100*(len(line)+recordHeader)/b.chunk + 3 + 1; len(used) > want {
+		t.Errorf("%d distinct chunks used for 200 takes of 100 lines, want at most %d", len(used), want)
+	}
+}
