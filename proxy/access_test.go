@@ -197,3 +197,35 @@ func getOn(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler, uri string) func
 		h(ctx)
 	}
 }
+
+// TestStartClock: a request's start time is the time now, by the wall
+// clock and the monotonic one, and within a second of the clock's base it
+// is told from that base (one clock read) rather than from time.Now.
+func TestStartClock(t *testing.T) {
+	var c startClock
+	for i := range 100 {
+		before := time.Now()
+		got := c.now()
+		after := time.Now()
+		if got.Before(before) || got.After(after) {
+			t.Fatalf("now() = %v, not within [%v, %v] by the monotonic clock", got, before, after)
+		}
+		if w := got.UnixNano(); w < before.UnixNano()-int64(time.Millisecond) || w > after.UnixNano()+int64(time.Millisecond) {
+			t.Fatalf("now() wall %d, not within a millisecond of [%d, %d]", w, before.UnixNano(), after.UnixNano())
+		}
+		if i == 0 {
+			continue
+		}
+		if b := c.base.Load(); b == nil || b.Equal(got) && time.Since(*b) < startRebase/2 {
+			t.Fatalf("call %d read time.Now anew (base %v) within a second of the base", i, b)
+		}
+	}
+	old := time.Now().Add(-2 * startRebase)
+	c.base.Store(&old)
+	if got := c.now(); got.Sub(old) < startRebase {
+		t.Errorf("a base %v old was kept: now() = %v", 2*startRebase, got)
+	}
+	if b := c.base.Load(); b == &old || time.Since(*b) > startRebase {
+		t.Errorf("the base was not renewed: %v", b)
+	}
+}

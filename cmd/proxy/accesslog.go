@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -39,7 +38,7 @@ func (a *app) openAccessLog(cfg *configs.Config, reg prometheus.Registerer) erro
 		return fmt.Errorf("strata: access log: %w", err)
 	}
 	al := &accessLog{log: l, usr1: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	a.srv.Handler = a.proxy.LoggedHandler(a.srv.Handler, logAccess{l})
+	a.srv.Handler = a.proxy.LoggedHandler(a.srv.Handler, logAccess{l, new(connAddrs)})
 	signal.Notify(al.usr1, syscall.SIGUSR1)
 	go al.watch()
 	a.access = al
@@ -69,7 +68,10 @@ func (al *accessLog) close(ctx context.Context) error {
 }
 
 // logAccess is the proxy's AccessLogger over an accesslog.Log.
-type logAccess struct{ l *accesslog.Log }
+type logAccess struct {
+	l     *accesslog.Log
+	addrs *connAddrs
+}
 
 var _ proxy.TimedAccessLogger = logAccess{}
 
@@ -80,7 +82,7 @@ func (la logAccess) Timed() bool { return la.l.Timed() }
 // LogAccess implements proxy.AccessLogger.
 func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
 	e := accesslog.Entry{
-		Time: r.Start, Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
+		Time: r.Start, Conn: ctx.ConnID(), Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
 		Referer: ctx.Request.Header.Referer(), UserAgent: ctx.Request.Header.UserAgent(),
 		Status: ctx.Response.StatusCode(), Bytes: bodyBytes(ctx),
 		CacheStatus: r.CacheStatus, Detail: r.Detail, Tier: r.Tier,
@@ -89,9 +91,7 @@ func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
 	if !r.Start.IsZero() {
 		e.Duration = time.Since(r.Start)
 	}
-	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-		e.Remote = tcp.AddrPort().Addr()
-	}
+	e.Remote = la.addrs.remote(ctx)
 	la.l.Write(&e)
 }
 

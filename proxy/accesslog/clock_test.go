@@ -56,3 +56,22 @@ func TestClockWhileWriteBlocks(t *testing.T) {
 	close(w.release)
 	closeLog(t, l)
 }
+
+// TestNextTick: the coarse clock wakes as the next second starts, and
+// never sleeps longer than clockEvery.
+func TestNextTick(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int
+		want time.Duration
+	}{
+		{999_000_000, time.Millisecond},
+		{999_999_999, time.Nanosecond},
+		{950_000_000, 50 * time.Millisecond},
+		{0, clockEvery},
+		{500_000_000, clockEvery},
+	} {
+		if got := nextTick(time.Date(2026, 12, 2, 7, 45, 1, tc.ns, time.UTC)); got != tc.want {
+			t.Errorf("nextTick at .%09d = %v, want %v", tc.ns, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 type Entry struct {
 	Time      time.Time  // when the request arrived
 	Remote    netip.Addr // the client's address
+	Conn      uint64     // the client connection's id: lines of one share a buffer (any value will do)
 	Method    []byte
 	URI       []byte // the request target as sent
 	Proto     []byte // "HTTP/1.1"

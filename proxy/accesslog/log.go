@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,37 +15,23 @@ import (
 )
 
 const (
-	lineBytes     = 256      // a typical line, for sizing from BufferLines
-	maxBatchBytes = 32 << 10 // lines handed to the writer at once, at most
-	minBatchBytes = 512      // ... and at least
-	stackLine     = 512      // lines up to this long are formatted on the stack
+	lineBytes     = 256 // a typical line, for sizing from BufferLines
+	stackLine     = 512 // lines up to this long are formatted on the stack
 	flushEvery    = 100 * time.Millisecond
-	clockEvery    = 10 * time.Millisecond // how stale a line's coarse time may be
+	clockEvery    = 100 * time.Millisecond // the coarse clock's longest sleep
 	errorLogEvery = 10 * time.Second
 )
 
-// Log is an open access log; see the package comment.
-//
-// Lines are appended, under mu, to a batch buffer in the order their
-// Writes took mu. A batch that reaches batchBytes is handed to the writer
-// through full (bounded: when it is full the batch's lines are dropped and
-// counted); the writer also takes whatever is buffered every flushEvery,
-// and before a reopen or close. Handing lines over a batch at a time, not
-// one by one, spares a request the channel operations and the writer's
-// wake-up per line (a 1 KiB hit paid 13% of its req/s for them).
+// Log is an open access log; see the package comment and, for how lines
+// are buffered, shard.go.
 type Log struct {
-	opts       Options
-	json       bool // format: AppendJSON, else AppendCombined (static calls: e does not escape)
-	batchBytes int
+	opts Options
+	json bool // format: AppendJSON, else AppendCombined (static calls: e does not escape)
+	buffers
 
-	mu     sync.Mutex
-	buf    []byte     // lines not yet handed over
-	nbuf   int        // lines in buf
-	full   chan batch // batches for the writer; sends only under mu
-	spare  chan []byte
-	closed bool         // under mu
-	sec    atomic.Int64 // unix seconds, every clockEvery: the time of a line without one
-
+	wake      chan struct{} // the chunks free ran low
+	closed    atomic.Bool   // set before stop closes; read under a shard's mu
+	sec       atomic.Int64  // unix seconds, every clockEvery: the time of a line without one
 	reopen    chan chan struct{}
 	stop      chan struct{}
 	done      chan struct{} // the writer has stopped
@@ -56,13 +42,6 @@ type Log struct {
 	out     io.Writer
 	file    *os.File // nil for stdout
 	lastErr time.Time
-	pending []batch
-}
-
-// batch is lines handed to the writer.
-type batch struct {
-	b []byte
-	n int
 }
 
 type metrics struct {
@@ -75,18 +54,20 @@ func Open(opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	budget := opts.BufferLines * lineBytes
-	bb := min(max(budget/32, minBatchBytes), maxBatchBytes)
-	nb := max(2, budget/bb)
-	l := &Log{opts: opts, json: opts.Format == FormatJSON, batchBytes: bb,
-		buf: make([]byte, 0, bb+stackLine), full: make(chan batch, nb), spare: make(chan []byte, nb+1),
-		reopen: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-		clockDone: make(chan struct{})}
+	l := &Log{opts: opts, json: opts.Format == FormatJSON, wake: make(chan struct{}, 1), reopen: make(chan chan struct{}), stop: make(chan struct{}),
+		done: make(chan struct{}), clockDone: make(chan struct{})}
 	if err := l.newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
 	if err := l.open(); err != nil {
 		return nil, err
+	}
+	l.buffers.init(opts.BufferLines*lineBytes, runtime.GOMAXPROCS(0))
+	l.wakeup = func() {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 	l.sec.Store(time.Now().Unix())
 	go l.run()
@@ -94,21 +75,30 @@ func Open(opts Options) (*Log, error) {
 	return l, nil
 }
 
-// tick keeps the coarse clock. It is not the writer's job: a write that
-// blocks on a slow disk would leave every line meanwhile with a stale
-// time. It stops when the writer does.
+// tick keeps the coarse clock: it wakes as each second starts (and every
+// clockEvery besides, so that a step of the wall clock shows soon), not
+// every few milliseconds. It is not the writer's job: a write that blocks
+// on a slow disk would leave every line meanwhile with a stale time. It
+// stops when the writer does.
 func (l *Log) tick() {
 	defer close(l.clockDone)
-	clock := time.NewTicker(clockEvery)
-	defer clock.Stop()
+	t := time.NewTimer(nextTick(time.Now()))
+	defer t.Stop()
 	for {
 		select {
-		case now := <-clock.C:
+		case now := <-t.C:
 			l.sec.Store(now.Unix())
+			t.Reset(nextTick(now))
 		case <-l.done:
 			return
 		}
 	}
+}
+
+// nextTick is how long after now the coarse clock next wakes: at the
+// start of the next second, or after clockEvery if that is sooner.
+func nextTick(now time.Time) time.Duration {
+	return min(time.Second-time.Duration(now.Nanosecond()), clockEvery)
 }
 
 func (l *Log) newMetrics(reg prometheus.Registerer) error {
@@ -153,10 +143,10 @@ func (l *Log) open() error {
 // caller may leave Entry.Time zero and Duration unset, and read no clock.
 func (l *Log) Timed() bool { return l.json }
 
-// Write formats e and queues the line; it never blocks on the output. A
-// full queue, or a closed Log, drops the line and counts it. A zero
+// Write formats e and buffers the line; it never blocks on the output. A
+// full buffer, or a closed Log, drops the line and counts it. A zero
 // e.Time is set to the Log's coarse clock (the current second, at most
-// clockEvery behind).
+// clockEvery behind). Lines reach the output in the order of their Writes.
 func (l *Log) Write(e *Entry) {
 	if e.Time.IsZero() {
 		e.Time = time.Unix(l.sec.Load(), 0)
@@ -168,36 +158,10 @@ func (l *Log) Write(e *Entry) {
 	} else {
 		line = AppendCombined(sb[:0], e)
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		l.m.dropped.Inc()
+	if !l.closed.Load() && l.add(e.Conn, line) {
 		return
 	}
-	l.buf = append(l.buf, line...)
-	l.nbuf++
-	if len(l.buf) >= l.batchBytes {
-		l.handOver()
-	}
-	l.mu.Unlock()
-}
-
-// handOver sends the buffered lines to the writer, or drops them if its
-// queue is full. REQUIRES: mu held, lines buffered.
-func (l *Log) handOver() {
-	select {
-	case l.full <- batch{l.buf, l.nbuf}:
-		select {
-		case b := <-l.spare:
-			l.buf = b[:0]
-		default:
-			l.buf = make([]byte, 0, l.batchBytes+stackLine)
-		}
-	default:
-		l.m.dropped.Add(float64(l.nbuf))
-		l.buf = l.buf[:0]
-	}
-	l.nbuf = 0
+	l.m.dropped.Inc()
 }
 
 // Reopen asks the writer to reopen Path (after a rotation moved it):
@@ -215,15 +179,11 @@ func (l *Log) Reopen() {
 	}
 }
 
-// Close stops the writer once it has written the queued lines, and
+// Close stops the writer once it has written the buffered lines, and
 // closes the file. It returns ctx.Err() if ctx ends first (the writer
 // then stops after its current write).
 func (l *Log) Close(ctx context.Context) error {
-	l.mu.Lock()
-	was := l.closed
-	l.closed = true
-	l.mu.Unlock()
-	if was {
+	if l.closed.Swap(true) {
 		<-l.done
 		<-l.clockDone
 		return nil
@@ -244,9 +204,7 @@ func (l *Log) run() {
 	defer func() {
 		if r := recover(); r != nil {
 			l.opts.Logger.Error("accesslog: writer panicked; access logging stops", "panic", r, "stack", string(debug.Stack()))
-			l.mu.Lock()
-			l.closed = true
-			l.mu.Unlock()
+			l.closed.Store(true)
 			l.closeFile()
 		}
 	}()
@@ -254,8 +212,8 @@ func (l *Log) run() {
 	defer t.Stop()
 	for {
 		select {
-		case b := <-l.full:
-			l.write(b)
+		case <-l.wake:
+			l.writeBuffered()
 		case <-t.C:
 			l.writeBuffered()
 		case ack := <-l.reopen:
@@ -270,51 +228,16 @@ func (l *Log) run() {
 	}
 }
 
-// writeBuffered writes, in order, the batches queued and the lines
-// buffered. Taking both under mu keeps the order: batches are sent only
-// under mu, so none can slip in between.
+// writeBuffered writes every line buffered, in order.
 func (l *Log) writeBuffered() {
-	l.mu.Lock()
-drain:
-	for {
-		select {
-		case b := <-l.full:
-			l.pending = append(l.pending, b)
-		default:
-			break drain
+	if n := l.take(); n > 0 {
+		if _, err := l.out.Write(l.merge(n)); err != nil {
+			l.writeFailed(err)
+		} else {
+			l.m.written.Add(float64(n))
 		}
 	}
-	if l.nbuf > 0 {
-		l.pending = append(l.pending, batch{l.buf, l.nbuf})
-		select {
-		case b := <-l.spare:
-			l.buf = b[:0]
-		default:
-			l.buf = make([]byte, 0, l.batchBytes+stackLine)
-		}
-		l.nbuf = 0
-	}
-	l.mu.Unlock()
-	for i, b := range l.pending {
-		l.write(b)
-		l.pending[i] = batch{}
-	}
-	l.pending = l.pending[:0]
-}
-
-// write writes one batch and gives its buffer back.
-func (l *Log) write(b batch) {
-	if _, err := l.out.Write(b.b); err != nil {
-		l.writeFailed(err)
-	} else {
-		l.m.written.Add(float64(b.n))
-	}
-	if cap(b.b) <= l.batchBytes+stackLine {
-		select {
-		case l.spare <- b.b[:0]:
-		default:
-		}
-	}
+	l.recycle()
 }
 
 // writeFailed counts a failed write and logs it at most every

@@ -3,14 +3,16 @@ package accesslog
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// BenchmarkWrite: the cost a request pays (format and queue) plus the
-// writer's, per line, to a file.
+// BenchmarkWrite: the cost a request pays (format and buffer) plus the
+// writer's, per line, to a file, from GOMAXPROCS goroutines each on a
+// connection of its own.
 func BenchmarkWrite(b *testing.B) {
 	for _, format := range []string{FormatCombined, FormatJSON} {
 		b.Run(format, func(b *testing.B) {
@@ -18,10 +20,12 @@ func BenchmarkWrite(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := entry()
 			b.ReportAllocs()
-			b.SetBytes(int64(len(AppendCombined(nil, e))))
+			b.SetBytes(int64(len(AppendCombined(nil, entry()))))
+			var conns atomic.Uint64
 			b.RunParallel(func(pb *testing.PB) {
+				e := entry()
+				e.Conn = conns.Add(1) // each goroutine a connection, as fasthttp's workers
 				for pb.Next() {
 					l.Write(e)
 				}

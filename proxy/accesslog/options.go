@@ -27,9 +27,9 @@ type Options struct {
 	Path string
 	// Format is combined or json. Default combined.
 	Format string
-	// BufferLines bounds what is queued for the writer, counted as lines
-	// of 256 bytes (Default 8192: 2 MiB); beyond it lines are dropped and
-	// counted, a batch at a time.
+	// BufferLines bounds what waits for the writer, counted as lines of
+	// 256 bytes (Default 8192: 2 MiB, allocated at Open); beyond it lines
+	// are dropped and counted.
 	BufferLines int
 	// Registerer receives the metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
