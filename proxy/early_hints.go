@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"net"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -58,9 +59,16 @@ func (s *Server) hintsFor(req *fasthttp.Request, ctx *fasthttp.RequestCtx, st *r
 	req.SetUserValue(hintsKey{}, &st.hints)
 }
 
+// earlyHintsWriteTimeout bounds the write of a 103: it is made on the
+// leader's goroutine during the fill's origin exchange, which every
+// collapsed request waits on, and a client that has stopped reading (its
+// socket buffers full) would otherwise hold them all for its WriteTimeout.
+const earlyHintsWriteTimeout = time.Second
+
 // forward writes h's Link fields to the client as a 103, when that is
-// safe (see above). A failed write closes the connection: part of a 103
-// may have left.
+// safe (see above). A failed write (or one that took longer than
+// earlyHintsWriteTimeout) closes the connection: part of a 103 may have
+// left.
 func (k *hintSink) forward(h *fasthttp.ResponseHeader) {
 	ctx := k.ctx
 	if ctx == nil || hasBody(&ctx.Request.Header) || !readSinceHandled(ctx.Conn()) {
@@ -72,7 +80,7 @@ func (k *hintSink) forward(h *fasthttp.ResponseHeader) {
 	}
 	c := ctx.Conn()
 	k.s.deadlines.armWrite(c)
-	if _, err := c.Write(k.buf); err != nil {
+	if _, err := k.s.deadlines.writeWithin(c, k.buf, earlyHintsWriteTimeout); err != nil {
 		_ = c.Close()
 		k.ctx = nil
 		return

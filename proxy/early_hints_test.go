@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,4 +273,58 @@ func (hp *hintPair) fillRefs() int {
 		sh.mu.Unlock()
 	}
 	return 0
+}
+
+// pipeListener accepts the server ends of net.Pipe connections: a write
+// blocks until the client reads it, as on a connection whose client has
+// stopped reading and whose socket buffers are full.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// TestEarlyHintsClientNotReading: a 103 the leader's client does not read
+// holds the fill's origin exchange for a short while only (not the
+// client's WriteTimeout): a collapsed follower gets its response.
+func TestEarlyHintsClientNotReading(t *testing.T) {
+	hp := newHintPair(t, nil)
+	hp.release <- struct{}{} // the origin answers after its 103
+	pl := newPipeListener()
+	hp.serveWG.Add(1)
+	go func() { defer hp.serveWG.Done(); _ = hp.http.Serve(hp.srv.Listener(pl)) }()
+	t.Cleanup(func() { _ = pl.Close() })
+	lc := pl.dial()
+	t.Cleanup(func() { _ = lc.Close() })
+	_, _ = io.WriteString(lc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n") // and never read
+	waitFor(t, func() bool { return hp.srv.nfills.Load() == 1 })
+
+	fc, fbr := hp.dial(false)
+	_ = fc.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.WriteString(fc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	if code, _, body := readFinal(t, fbr); code != 200 || body != "final /eh" {
+		t.Fatalf("follower: %d %q", code, body)
+	}
 }
