@@ -127,8 +127,17 @@ func fieldValueOK(v []byte) bool {
 
 // Listener wraps ln so that the connections it accepts can receive early
 // hints (see hintSink). Serve the HTTPServer on it, directly or under
-// tls.NewListener.
-func (s *Server) Listener(ln net.Listener) net.Listener { return hintListener{ln} }
+// tls.NewListener. With forwarding off it returns ln itself: fasthttp
+// writes a response's header and a large raw body (a lent hit,
+// lent_body.go) in one writev only on a *net.TCPConn, and sends them in
+// two writes, part of the body copied, through the wrapper (a 16 KiB hit
+// over loopback took about 50% more CPU, BenchmarkHitTCP).
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	if s.opts.DisableEarlyHints {
+		return ln
+	}
+	return hintListener{ln}
+}
 
 type hintListener struct{ net.Listener }
 

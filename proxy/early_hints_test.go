@@ -328,3 +328,36 @@ func TestEarlyHintsClientNotReading(t *testing.T) {
 		t.Fatalf("follower: %d %q", code, body)
 	}
 }
+
+// TestListenerHintsOff: with forwarding off, Listener hands fasthttp the
+// connections as accepted: a *net.TCPConn, which fasthttp writes a hit's
+// header and lent body to in one writev (BenchmarkHitTCP).
+func TestListenerHintsOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		s := &Server{opts: Options{DisableEarlyHints: off}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dialed := make(chan net.Conn, 1)
+		go func() {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Error(err)
+			}
+			dialed <- c
+		}()
+		c, err := s.Listener(ln).Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, tcp := c.(*net.TCPConn); tcp != off {
+			t.Errorf("hints off=%v: accepted a %T", off, c)
+		}
+		c.Close()
+		if dc := <-dialed; dc != nil {
+			dc.Close()
+		}
+		ln.Close()
+	}
+}
