@@ -81,6 +81,12 @@ func (k *hintSink) forward(h *fasthttp.ResponseHeader) {
 	c := ctx.Conn()
 	k.s.deadlines.armWrite(c)
 	if _, err := k.s.deadlines.writeWithin(c, k.buf, earlyHintsWriteTimeout); err != nil {
+		// Under TLS, the socket: tls.Conn.Close would first try a
+		// close_notify, for up to 5 s, to a client that does not read.
+		// fasthttp's own Close later finds it closed.
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn()
+		}
 		_ = c.Close()
 		k.ctx = nil
 		return
