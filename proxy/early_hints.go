@@ -137,7 +137,7 @@ func fieldValueOK(v []byte) bool {
 // writes a response's header and a large raw body (a lent hit,
 // lent_body.go) in one writev only on a *net.TCPConn, and sends them in
 // two writes, part of the body copied, through the wrapper (a 16 KiB hit
-// over loopback took about 50% more CPU, BenchmarkHitTCP).
+// over loopback took 34 to 52% more CPU, BenchmarkHitTCP).
 func (s *Server) Listener(ln net.Listener) net.Listener {
 	if s.opts.DisableEarlyHints {
 		return ln
