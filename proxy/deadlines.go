@@ -106,6 +106,37 @@ func (d *connDeadlines) armWrite(c net.Conn) {
 	}
 }
 
+// writeWithin writes b to c in at most within (less when c's armed
+// write deadline is sooner), then puts c's write deadline back as armed.
+// It is for a small write made while others wait on the writer (a 103
+// written during a fill's origin exchange, early_hints.go): a client that
+// does not read must not hold them for its whole WriteTimeout.
+func (d *connDeadlines) writeWithin(c net.Conn, b []byte, within time.Duration) (int, error) {
+	sh := d.shard(c)
+	sh.mu.Lock()
+	var armed time.Duration // 0: none armed
+	if a := sh.m[c]; a != nil {
+		armed = a.write
+	}
+	sh.mu.Unlock()
+	at := time.Since(d.epoch) + within
+	if armed > 0 && armed < at {
+		at = armed
+	}
+	if err := c.SetWriteDeadline(d.epoch.Add(at)); err != nil {
+		return 0, err
+	}
+	n, err := c.Write(b)
+	if err != nil {
+		return n, err
+	}
+	var back time.Time
+	if armed > 0 {
+		back = d.epoch.Add(armed)
+	}
+	return n, c.SetWriteDeadline(back)
+}
+
 // arm moves c's read (or write) deadline when the armed one is less than
 // the timeout away, or more than the timeout and its lazy margin (a new
 // connection's ReadTimeout longer than ClientIdleTimeout).

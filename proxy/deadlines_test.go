@@ -180,3 +180,34 @@ func tcpConn(b *testing.B) net.Conn {
 	b.Cleanup(func() { c.Close(); s.Close() })
 	return c
 }
+
+// writeConn accepts every write.
+type writeConn struct{ net.Conn }
+
+func (writeConn) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestWriteWithin: writeWithin bounds its write by its own short time and
+// then puts back the write deadline armed for the response (none when no
+// WriteTimeout is armed), so the response that follows keeps its time.
+func TestWriteWithin(t *testing.T) {
+	for _, write := range []time.Duration{80 * time.Second, 0} {
+		synctest.Test(t, func(t *testing.T) {
+			var d connDeadlines
+			d.init(8*time.Second, 16*time.Second, write)
+			c := &deadlineConn{Conn: writeConn{}}
+			d.connState(c, fasthttp.StateNew)
+			d.armWrite(c)
+			var armed time.Time // none
+			if write > 0 {
+				armed = c.writes[0]
+			}
+			c.writes = nil
+			if n, err := d.writeWithin(c, []byte("103"), time.Second); n != 3 || err != nil {
+				t.Fatalf("writeWithin: %d, %v", n, err)
+			}
+			if len(c.writes) != 2 || !c.writes[0].Equal(time.Now().Add(time.Second)) || !c.writes[1].Equal(armed) {
+				t.Fatalf("WriteTimeout %v: write deadlines %v, want now+1s then %v", write, c.writes, armed)
+			}
+		})
+	}
+}

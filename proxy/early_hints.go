@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"net"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -58,9 +59,16 @@ func (s *Server) hintsFor(req *fasthttp.Request, ctx *fasthttp.RequestCtx, st *r
 	req.SetUserValue(hintsKey{}, &st.hints)
 }
 
+// earlyHintsWriteTimeout bounds the write of a 103: it is made on the
+// leader's goroutine during the fill's origin exchange, which every
+// collapsed request waits on, and a client that has stopped reading (its
+// socket buffers full) would otherwise hold them all for its WriteTimeout.
+const earlyHintsWriteTimeout = time.Second
+
 // forward writes h's Link fields to the client as a 103, when that is
-// safe (see above). A failed write closes the connection: part of a 103
-// may have left.
+// safe (see above). A failed write (or one that took longer than
+// earlyHintsWriteTimeout) closes the connection: part of a 103 may have
+// left.
 func (k *hintSink) forward(h *fasthttp.ResponseHeader) {
 	ctx := k.ctx
 	if ctx == nil || hasBody(&ctx.Request.Header) || !readSinceHandled(ctx.Conn()) {
@@ -72,7 +80,13 @@ func (k *hintSink) forward(h *fasthttp.ResponseHeader) {
 	}
 	c := ctx.Conn()
 	k.s.deadlines.armWrite(c)
-	if _, err := c.Write(k.buf); err != nil {
+	if _, err := k.s.deadlines.writeWithin(c, k.buf, earlyHintsWriteTimeout); err != nil {
+		// Under TLS, the socket: tls.Conn.Close would first try a
+		// close_notify, for up to 5 s, to a client that does not read.
+		// fasthttp's own Close later finds it closed.
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn()
+		}
 		_ = c.Close()
 		k.ctx = nil
 		return
@@ -119,8 +133,17 @@ func fieldValueOK(v []byte) bool {
 
 // Listener wraps ln so that the connections it accepts can receive early
 // hints (see hintSink). Serve the HTTPServer on it, directly or under
-// tls.NewListener.
-func (s *Server) Listener(ln net.Listener) net.Listener { return hintListener{ln} }
+// tls.NewListener. With forwarding off it returns ln itself: fasthttp
+// writes a response's header and a large raw body (a lent hit,
+// lent_body.go) in one writev only on a *net.TCPConn, and sends them in
+// two writes, part of the body copied, through the wrapper (a 16 KiB hit
+// over loopback took 34 to 52% more CPU, BenchmarkHitTCP).
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	if s.opts.DisableEarlyHints {
+		return ln
+	}
+	return hintListener{ln}
+}
 
 type hintListener struct{ net.Listener }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,4 +273,138 @@ func (hp *hintPair) fillRefs() int {
 		sh.mu.Unlock()
 	}
 	return 0
+}
+
+// pipeListener accepts the server ends of net.Pipe connections: a write
+// blocks until the client reads it, as on a connection whose client has
+// stopped reading and whose socket buffers are full.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// TestEarlyHintsClientNotReading: a 103 the leader's client does not read
+// holds the fill's origin exchange for a short while only (not the
+// client's WriteTimeout, nor, over TLS, the 5 s crypto/tls gives a
+// close_notify): a collapsed follower gets its response.
+func TestEarlyHintsClientNotReading(t *testing.T) {
+	for _, overTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "tls"}[overTLS], func(t *testing.T) {
+			hp := newHintPair(t, nil)
+			hp.release <- struct{}{} // the origin answers after its 103
+			pl := newPipeListener()
+			var ln net.Listener = hp.srv.Listener(pl)
+			if overTLS {
+				// No session tickets: nothing left for the client to read
+				// after the handshake.
+				ln = tls.NewListener(ln, &tls.Config{Certificates: testCert(t), SessionTicketsDisabled: true})
+			}
+			hp.serveWG.Add(1)
+			go func() { defer hp.serveWG.Done(); _ = hp.http.Serve(ln) }()
+			t.Cleanup(func() { _ = pl.Close() })
+			var lc net.Conn = pl.dial()
+			t.Cleanup(func() { _ = lc.Close() })
+			var err error
+			if overTLS {
+				tc := tls.Client(lc, &tls.Config{InsecureSkipVerify: true}) // #nosec G402 -- a test certificate
+				if err = tc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				lc = tc
+			}
+			_, _ = io.WriteString(lc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n") // and never read
+			waitFor(t, func() bool { return hp.srv.nfills.Load() == 1 })
+
+			// The follower comes by the same scheme (the cache key's) and
+			// reads.
+			fpl := fasthttputil.NewInmemoryListener()
+			t.Cleanup(func() { _ = fpl.Close() })
+			var fln net.Listener = fpl
+			if overTLS {
+				fln = tls.NewListener(fln, &tls.Config{Certificates: testCert(t)})
+			}
+			hp.serveWG.Add(1)
+			go func() { defer hp.serveWG.Done(); _ = hp.http.Serve(fln) }()
+			var fc net.Conn
+			if fc, err = fpl.Dial(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = fc.Close() })
+			if overTLS {
+				fc = tls.Client(fc, &tls.Config{InsecureSkipVerify: true}) // #nosec G402 -- a test certificate
+			}
+			_ = fc.SetDeadline(time.Now().Add(4 * time.Second))
+			_, _ = io.WriteString(fc, "GET /eh HTTP/1.1\r\nHost: example.com\r\n\r\n")
+			if code, _, body := readFinal(t, bufio.NewReader(fc)); code != 200 || body != "final /eh" {
+				t.Fatalf("follower: %d %q", code, body)
+			}
+			if n := hp.hits.Load(); n != 1 {
+				t.Errorf("origin saw %d requests, want 1 (the follower collapsed)", n)
+			}
+		})
+	}
+}
+
+// testCert returns a self-signed certificate for 127.0.0.1.
+func testCert(t *testing.T) []tls.Certificate {
+	t.Helper()
+	certSrv := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate
+	defer certSrv.Close()
+	return certSrv.TLS.Certificates
+}
+
+// TestListenerHintsOff: with forwarding off, Listener hands fasthttp the
+// connections as accepted: a *net.TCPConn, which fasthttp writes a hit's
+// header and lent body to in one writev (BenchmarkHitTCP).
+func TestListenerHintsOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		s := &Server{opts: Options{DisableEarlyHints: off}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dialed := make(chan net.Conn, 1)
+		go func() {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Error(err)
+			}
+			dialed <- c
+		}()
+		c, err := s.Listener(ln).Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, tcp := c.(*net.TCPConn); tcp != off {
+			t.Errorf("hints off=%v: accepted a %T", off, c)
+		}
+		c.Close()
+		if dc := <-dialed; dc != nil {
+			dc.Close()
+		}
+		ln.Close()
+	}
 }

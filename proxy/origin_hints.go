@@ -96,7 +96,9 @@ func roundTripHints[C poolConn](hc *fasthttp.HostClient, pool connPool[C], cc C,
 		return true, err
 	}
 	closeConn := req.ConnectionClose() || resp.Header.ConnectionClose()
-	if code := resp.StatusCode(); resp.SkipBody || req.Header.IsHead() || code < 200 || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified {
+	// No body, as fasthttp's mustSkipContentLength has it: 1xx (only 101
+	// gets here), 204, 304; a status below 100 (parsed from "0xx") has one.
+	if code := resp.StatusCode(); resp.SkipBody || req.Header.IsHead() || (code >= 100 && code < 200) || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified {
 		pool.ReleaseReader(br)
 		if closeConn {
 			pool.CloseConn(cc)

@@ -111,6 +111,7 @@ func TestHintTransportSameAsDefault(t *testing.T) {
 		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello", "GET", true},
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "GET", true},
 		{"interim", interim + "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", "GET", true},
+		{"status below 100", "HTTP/1.1 099 Odd\r\nContent-Length: 5\r\n\r\nhello", "GET", true},
 		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", "GET", true},
 		{"not modified", "HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\n\r\n", "GET", true},
 		{"head", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "HEAD", true},
