@@ -211,7 +211,7 @@ func (c *Config) proxyOptions(ps *problems) proxy.Options {
 		PurgeToken:         c.purgeToken(ps),
 		Loop:               c.Cluster.loopOptions(),
 		Compress:           c.Edge.compressOptions(),
-		DisableEarlyHints:  c.Edge.EarlyHints != nil && !*c.Edge.EarlyHints,
+		EarlyHints:         c.Edge.EarlyHints != nil && *c.Edge.EarlyHints,
 		Peers:              c.Cluster.peerOptions(),
 	}
 	for i, org := range c.Origins {

@@ -16,7 +16,7 @@ type Edge struct {
 	CompressMaxSize Size     `yaml:"compress_max_size"` // larger bodies are left alone; default 8MiB
 	GzipLevel       int      `yaml:"gzip_level"`        // 1..9; default 6
 	BrotliQuality   int      `yaml:"brotli_quality"`    // 1..11; default 6
-	EarlyHints      *bool    `yaml:"early_hints"`       // forward the origin's 103 to the fill's client; default true
+	EarlyHints      *bool    `yaml:"early_hints"`       // forward the origin's 103 to the fill's client; default false
 }
 
 func (e *Edge) ensureDefaults() {
@@ -25,8 +25,8 @@ func (e *Edge) ensureDefaults() {
 		e.Compress = &t
 	}
 	if e.EarlyHints == nil {
-		t := true
-		e.EarlyHints = &t
+		f := false // off by default, as nginx's early_hints: see README
+		e.EarlyHints = &f
 	}
 	if len(e.CompressTypes) == 0 {
 		e.CompressTypes = append([]string(nil), proxy.DefaultCompressTypes...)

@@ -84,7 +84,7 @@ func rawGet(t *testing.T, s *strata, proto, pq string) (net.Conn, *bufio.Reader)
 // curl reads through the 103 to the final response.
 func TestEdgeEarlyHints(t *testing.T) {
 	origin := startOrigin(t)
-	s := startStrata(t, strataOpts{Origin: origin.URL("origin")})
+	s := startStrata(t, strataOpts{Origin: origin.URL("origin"), Config: "edge:\n  early_hints: true\n"})
 	const link = "</app.css>; rel=preload; as=style"
 	pq := "/obj/1k/eh?max-age=600&delay=1s&hint=" + url.QueryEscape(link)
 
@@ -133,11 +133,11 @@ func TestEdgeEarlyHints(t *testing.T) {
 	}
 }
 
-// TestEdgeEarlyHintsOff: with edge.early_hints false the origin's 103 is
-// dropped: the client's first response is the final 200.
+// TestEdgeEarlyHintsOff: by default (edge.early_hints false) the origin's
+// 103 is dropped: the client's first response is the final 200.
 func TestEdgeEarlyHintsOff(t *testing.T) {
 	origin := startOrigin(t)
-	s := startStrata(t, strataOpts{Origin: origin.URL("origin"), Config: "edge:\n  early_hints: false\n"})
+	s := startStrata(t, strataOpts{Origin: origin.URL("origin")})
 	_, br := rawGet(t, s, "HTTP/1.1", "/obj/1k/eh?max-age=600&hint=%3C%2Fa.css%3E%3B+rel%3Dpreload")
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("first response: %v %v, want the final 200", resp, err)

@@ -18,7 +18,7 @@ import (
 // "HTTP/1.1 103 Early Hints" block per origin 103; a 103 is never stored.
 // Coalesced followers, hits, passes and background revalidations get none:
 // the 103 arrives once, during the leader's exchange, and is not kept.
-// Options.DisableEarlyHints turns forwarding off.
+// Options.EarlyHints turns forwarding on.
 //
 // A 103 is written only where it is safe:
 //   - to HTTP/1.1 clients, never 1.0 (RFC 9110 §15.2);
@@ -52,7 +52,7 @@ var (
 // request's hint sink, unless forwarding is off or the client speaks
 // HTTP/1.0. The caller clears st.hints.ctx when the exchange is over.
 func (s *Server) hintsFor(req *fasthttp.Request, ctx *fasthttp.RequestCtx, st *reqState) {
-	if s.opts.DisableEarlyHints || !ctx.Request.Header.IsHTTP11() {
+	if !s.opts.EarlyHints || !ctx.Request.Header.IsHTTP11() {
 		return
 	}
 	st.hints.s, st.hints.ctx = s, ctx
@@ -139,7 +139,7 @@ func fieldValueOK(v []byte) bool {
 // two writes, part of the body copied, through the wrapper (a 16 KiB hit
 // over loopback took 34 to 52% more CPU, BenchmarkHitTCP).
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	if s.opts.DisableEarlyHints {
+	if !s.opts.EarlyHints {
 		return ln
 	}
 	return hintListener{ln}

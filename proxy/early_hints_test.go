@@ -43,7 +43,12 @@ func newHintPair(t *testing.T, mod func(*Options)) *hintPair {
 			}
 		}
 		_, _ = io.WriteString(w, "final "+r.URL.Path)
-	}, mod)
+	}, func(o *Options) {
+		o.EarlyHints = true
+		if mod != nil {
+			mod(o)
+		}
+	})
 	hp.wrapped = fasthttputil.NewInmemoryListener()
 	hp.serveWG.Add(1)
 	go func() { defer hp.serveWG.Done(); _ = hp.http.Serve(hp.srv.Listener(hp.wrapped)) }()
@@ -191,7 +196,7 @@ func TestEarlyHintsWithheld(t *testing.T) {
 		{name: "disabled", off: true, wrapped: true, send: get, finals: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hp := newHintPair(t, func(o *Options) { o.DisableEarlyHints = tc.off })
+			hp := newHintPair(t, func(o *Options) { o.EarlyHints = !tc.off })
 			hp.release <- struct{}{} // the origin answers at once
 			c, br := hp.dial(tc.wrapped)
 			_, _ = io.WriteString(c, tc.send)
@@ -381,7 +386,7 @@ func testCert(t *testing.T) []tls.Certificate {
 // header and lent body to in one writev (BenchmarkHitTCP).
 func TestListenerHintsOff(t *testing.T) {
 	for _, off := range []bool{false, true} {
-		s := &Server{opts: Options{DisableEarlyHints: off}}
+		s := &Server{opts: Options{EarlyHints: !off}}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

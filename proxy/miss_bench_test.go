@@ -96,7 +96,8 @@ func BenchmarkMiss(b *testing.B) {
 // streamed client response ~5, the fill, its context and deadline, the
 // stored headers, the store's copy; 21 since the fill's context is its
 // opLife, whose timer is the one allocation left of the 8 it took; 18
-// since the origin client's transport is strata's, origin_hints.go).
+// with edge.early_hints on, whose requests take strata's own transport,
+// origin_hints.go, not fasthttp's default).
 func TestMissAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -117,7 +118,7 @@ func TestMissAllocs(t *testing.T) {
 	if store.Len() < 200+n {
 		t.Fatalf("%d stored", store.Len())
 	}
-	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 20 {
-		t.Errorf("%.1f allocations per miss, want <= 20", per)
+	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 22 {
+		t.Errorf("%.1f allocations per miss, want <= 22", per)
 	}
 }

@@ -172,9 +172,10 @@ type Options struct {
 	Purge PurgeOptions
 	// Compress configures compression at the edge (compress.go).
 	Compress CompressOptions
-	// DisableEarlyHints stops forwarding an origin's 103 Early Hints to the
-	// client leading a fill (early_hints.go). Default false: forwarded.
-	DisableEarlyHints bool
+	// EarlyHints forwards an origin's 103 Early Hints to the client leading
+	// a fill (early_hints.go). Default false: dropped, and Listener serves
+	// connections unwrapped (a hit's one writev).
+	EarlyHints bool
 	// Loop configures CDN-Loop (RFC 8586) loop detection (loop.go).
 	Loop LoopOptions
 	// Peers are the other nodes of a fleet, which the admin listener
