@@ -170,11 +170,17 @@ func FuzzVaryKey(f *testing.F) {
 	f.Add("Accept-Encoding, X-A", "gzip, br", "x")
 	f.Add("*", "", "")
 	f.Add("a,b,,A", ",,;", "\t")
+	f.Add("Accept-Encoding", "gzip, br", "")
+	f.Add(" accept-ENCODING\t", "", "")
 	f.Fuzz(func(t *testing.T, vary, ae, xa string) {
 		req := new(fasthttp.Request)
 		req.Header.Set("Accept-Encoding", ae)
 		req.Header.Set("X-A", xa)
 		k1, ok1 := VaryKey(nil, []byte(vary), &req.Header)
+		// The one-name fast path gives the general path's key.
+		if k3, ok3 := varyKeyList(nil, []byte(vary), &req.Header); ok3 != ok1 || string(k3) != string(k1) {
+			t.Fatalf("Vary %q: VaryKey %q %v, the list's %q %v", vary, k1, ok1, k3, ok3)
+		}
 		k2, ok2 := VaryKey([]byte("p"), []byte(vary), &req.Header)
 		if ok1 != ok2 || "p"+string(k1) != string(k2) {
 			t.Fatalf("not deterministic: %q %v / %q %v", k1, ok1, k2, ok2)
@@ -198,4 +204,24 @@ func FuzzVaryKey(f *testing.F) {
 			t.Fatalf("x-a value %q, header %q", v, req.Header.Peek("X-A"))
 		}
 	})
+}
+
+// BenchmarkVaryKeyAE: the key under "Vary: Accept-Encoding" (the Vary
+// of every compressed object) by VaryKey's fast path and by the list
+// path it skips.
+func BenchmarkVaryKeyAE(b *testing.B) {
+	req := new(fasthttp.Request)
+	req.Header.Set("Accept-Encoding", "gzip")
+	v, dst := []byte("Accept-Encoding"), make([]byte, 0, 64)
+	for _, c := range []struct {
+		name string
+		key  func([]byte, []byte, *fasthttp.RequestHeader) ([]byte, bool)
+	}{{"fast", VaryKey}, {"list", varyKeyList}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = c.key(dst[:0], v, &req.Header)
+			}
+		})
+	}
 }
