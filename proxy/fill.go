@@ -299,12 +299,13 @@ func (s *Server) lookupAgain(ctx *fasthttp.RequestCtx, st *reqState, o *origin) 
 	return s.lookup(ctx, st, o)
 }
 
-// startFill builds the origin request from the client's and starts the
-// fill goroutine.
 // startFill starts the fill f that the request st leads: it gives the fill
-// its keys and the record it revalidates (prepareFill) and runs it. A
-// background revalidation passes background: an error answer then never
-// replaces what is being served.
+// its keys and the record it revalidates (prepareFill), builds the origin
+// request from the client's and runs the exchange on the leader's
+// goroutine (leadFill; the origin's 103s reach the leader's client,
+// hintsFor). A background revalidation passes background: the fill runs
+// on a goroutine of its own, and an error answer never replaces what is
+// being served.
 func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *reqState, background bool) {
 	s.prepareFill(f, st)
 	if background {
