@@ -30,7 +30,6 @@ type Log struct {
 	buffers
 
 	wake      chan struct{} // the chunks free ran low
-	closed    atomic.Bool   // set before stop closes; read under a shard's mu
 	sec       atomic.Int64  // unix seconds, every clockEvery: the time of a line without one
 	reopen    chan chan struct{}
 	stop      chan struct{}
@@ -158,7 +157,7 @@ func (l *Log) Write(e *Entry) {
 	} else {
 		line = AppendCombined(sb[:0], e)
 	}
-	if !l.closed.Load() && l.add(e.Conn, line) {
+	if l.add(e.Conn, line) {
 		return
 	}
 	l.m.dropped.Inc()
