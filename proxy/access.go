@@ -31,8 +31,8 @@ type AccessRecord struct {
 	OriginDuration time.Duration
 	// Start is when the handler was entered (the server reads no clock per
 	// request otherwise: LazyRequestTime, so RequestCtx.Time is not it),
-	// from a startClock; zero for a TimedAccessLogger that says it needs
-	// no time.
+	// from a startClock; for a TimedAccessLogger that says it needs no
+	// time, its Second as the handler was entered.
 	Start time.Time
 }
 
@@ -44,12 +44,16 @@ type AccessLogger interface {
 }
 
 // TimedAccessLogger is an AccessLogger that says whether its records need
-// Start. One that shows only the second of a line, from a clock of its
-// own, spares each request two clock reads (a tenth of what logging a 1
-// KiB hit cost on two cores).
+// Start from a clock read. One that shows only the second of a line
+// (Timed false) gives that second from a clock of its own, Second, read
+// as the request arrives: each request is spared two clock reads (a tenth
+// of what logging a 1 KiB hit cost on two cores).
 type TimedAccessLogger interface {
 	AccessLogger
 	Timed() bool
+	// Second returns the time now to the second, without reading the
+	// clock: Start when Timed is false.
+	Second() time.Time
 }
 
 // accessKey is the RequestCtx user value under which a logged request's
@@ -63,15 +67,17 @@ var accessPool = sync.Pool{New: func() any { return new(AccessRecord) }}
 // request is handed to l after h returns. Requests fasthttp refuses
 // before the handler (malformed, header too large) are not logged.
 func (s *Server) LoggedHandler(h fasthttp.RequestHandler, l AccessLogger) fasthttp.RequestHandler {
-	timed := true
-	if tl, ok := l.(TimedAccessLogger); ok {
-		timed = tl.Timed()
+	var untimed TimedAccessLogger
+	if tl, ok := l.(TimedAccessLogger); ok && !tl.Timed() {
+		untimed = tl
 	}
 	var clock startClock
 	return func(ctx *fasthttp.RequestCtx) {
 		r := accessPool.Get().(*AccessRecord)
 		*r = AccessRecord{}
-		if timed {
+		if untimed != nil {
+			r.Start = untimed.Second()
+		} else {
 			r.Start = clock.now()
 		}
 		ctx.SetUserValue(accessKey{}, r)

@@ -17,13 +17,14 @@ import (
 // request makes, written to an accesslog.Log.
 type fileAccessLogger struct{ l *accesslog.Log }
 
-func (f fileAccessLogger) Timed() bool { return f.l.Timed() }
+func (f fileAccessLogger) Timed() bool       { return f.l.Timed() }
+func (f fileAccessLogger) Second() time.Time { return f.l.Second() }
 
 func (f fileAccessLogger) LogAccess(ctx *fasthttp.RequestCtx, r *AccessRecord) {
 	e := accesslog.Entry{Time: r.Start, Conn: ctx.ConnID(), Method: ctx.Method(), URI: ctx.RequestURI(), Proto: ctx.Request.Header.Protocol(),
 		Referer: ctx.Request.Header.Referer(), UserAgent: ctx.Request.Header.UserAgent(), Status: ctx.Response.StatusCode(),
 		Bytes: int64(len(ctx.Response.Body())), CacheStatus: r.CacheStatus, Detail: r.Detail, Tier: r.Tier}
-	if !r.Start.IsZero() {
+	if f.l.Timed() {
 		e.Duration = time.Since(r.Start)
 	}
 	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {

@@ -133,25 +133,39 @@ func TestLoggedHitAllocs(t *testing.T) {
 	}
 }
 
-type untimedLogger struct{ starts []time.Time }
+// untimedLogger's Second tells the seconds since the Unix epoch by the
+// number of its calls, not by a clock.
+type untimedLogger struct {
+	starts  []time.Time
+	seconds int64
+}
 
 func (l *untimedLogger) Timed() bool { return false }
+func (l *untimedLogger) Second() time.Time {
+	l.seconds++
+	return time.Unix(l.seconds, 0)
+}
 func (l *untimedLogger) LogAccess(_ *fasthttp.RequestCtx, r *AccessRecord) {
 	l.starts = append(l.starts, r.Start)
 }
 
-// TestUntimedLogger: a logger that needs no time gets records without
-// Start (the wrapper read no clock); an ordinary one gets it.
+// TestUntimedLogger: a logger that needs no time gets records whose Start
+// is its Second read as the request arrived (the wrapper read no clock),
+// not the second the handler returned: a combined line's time is the
+// request's arrival, as Apache's %t.
 func TestUntimedLogger(t *testing.T) {
 	p := newPair(t, cacheable("x"), nil)
 	l := &untimedLogger{}
-	h := p.srv.LoggedHandler(p.srv.handler, l)
+	h := p.srv.LoggedHandler(func(ctx *fasthttp.RequestCtx) {
+		l.Second() // a second passes while the handler runs
+		p.srv.handler(ctx)
+	}, l)
 	var ctx fasthttp.RequestCtx
 	ctx.Request.Header.SetHost("example.com")
 	ctx.Request.Header.SetRequestURI("/u")
 	h(&ctx)
-	if len(l.starts) != 1 || !l.starts[0].IsZero() {
-		t.Errorf("untimed logger got starts %v, want one zero", l.starts)
+	if len(l.starts) != 1 || !l.starts[0].Equal(time.Unix(1, 0)) {
+		t.Errorf("untimed logger got starts %v, want one, its first second", l.starts)
 	}
 }
 

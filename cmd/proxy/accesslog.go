@@ -76,8 +76,11 @@ type logAccess struct {
 var _ proxy.TimedAccessLogger = logAccess{}
 
 // Timed implements proxy.TimedAccessLogger: the combined format needs no
-// clock read per request (the log stamps its lines to the second).
+// clock read per request (its lines show the second, from Second).
 func (la logAccess) Timed() bool { return la.l.Timed() }
+
+// Second implements proxy.TimedAccessLogger.
+func (la logAccess) Second() time.Time { return la.l.Second() }
 
 // LogAccess implements proxy.AccessLogger.
 func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
@@ -88,7 +91,7 @@ func (la logAccess) LogAccess(ctx *fasthttp.RequestCtx, r *proxy.AccessRecord) {
 		CacheStatus: r.CacheStatus, Detail: r.Detail, Tier: r.Tier,
 		OriginStatus: r.OriginStatus, OriginDuration: r.OriginDuration,
 	}
-	if !r.Start.IsZero() {
+	if la.l.Timed() {
 		e.Duration = time.Since(r.Start)
 	}
 	e.Remote = la.addrs.remote(ctx)

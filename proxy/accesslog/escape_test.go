@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -62,6 +63,14 @@ func FuzzEscapers(f *testing.F) {
 		}
 		if got, want := appendJSONString([]byte("p"), b2s(b)), jsonByByte([]byte("p"), b); string(got) != string(want) {
 			t.Fatalf("appendJSONString(%q) = %q, want %q", b, got, want)
+		}
+		// The UTF-8 handling is the same code in both: hold it to
+		// encoding/json too, which must read back b with each byte of
+		// invalid UTF-8 replaced by U+FFFD (as ranging over a string does).
+		got := appendJSONString([]byte{'"'}, b2s(b))
+		var dec string
+		if err := json.Unmarshal(append(got, '"'), &dec); err != nil || !utf8.Valid(got) || dec != string([]rune(string(b))) {
+			t.Fatalf("appendJSONString(%q) = %q: encoding/json reads %q (%v), want %q", b, got[1:], dec, err, string([]rune(string(b))))
 		}
 	})
 }

@@ -30,7 +30,6 @@ type Log struct {
 	buffers
 
 	wake      chan struct{} // the chunks free ran low
-	closed    atomic.Bool   // set before stop closes; read under a shard's mu
 	sec       atomic.Int64  // unix seconds, every clockEvery: the time of a line without one
 	reopen    chan chan struct{}
 	stop      chan struct{}
@@ -140,8 +139,13 @@ func (l *Log) open() error {
 
 // Timed reports whether the format shows more of a line's time than its
 // second (json: milliseconds, and the duration). When it does not, a
-// caller may leave Entry.Time zero and Duration unset, and read no clock.
+// caller may take Entry.Time from Second as the request arrives, leave
+// Duration unset, and read no clock.
 func (l *Log) Timed() bool { return l.json }
+
+// Second returns the Log's coarse clock: the current second, at most
+// clockEvery behind.
+func (l *Log) Second() time.Time { return time.Unix(l.sec.Load(), 0) }
 
 // Write formats e and buffers the line; it never blocks on the output. A
 // full buffer, or a closed Log, drops the line and counts it. A zero
@@ -149,7 +153,7 @@ func (l *Log) Timed() bool { return l.json }
 // clockEvery behind). Lines reach the output in the order of their Writes.
 func (l *Log) Write(e *Entry) {
 	if e.Time.IsZero() {
-		e.Time = time.Unix(l.sec.Load(), 0)
+		e.Time = l.Second()
 	}
 	var sb [stackLine]byte
 	var line []byte
@@ -158,7 +162,7 @@ func (l *Log) Write(e *Entry) {
 	} else {
 		line = AppendCombined(sb[:0], e)
 	}
-	if !l.closed.Load() && l.add(e.Conn, line) {
+	if l.add(e.Conn, line) {
 		return
 	}
 	l.m.dropped.Inc()

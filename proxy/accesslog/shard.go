@@ -43,12 +43,13 @@ type buffers struct {
 	_       [64]byte
 	seq     atomic.Uint64 // the last sequence number taken
 	_       [56]byte
-	shards  []shard    // a power of two of them
-	freeMu  sync.Mutex // guards free
-	free    [][]byte   // empty chunks, a stack
-	chunk   int        // bytes of a chunk
-	lowFree int        // so few chunks free wake the writer
-	wakeup  func()     // wakes the writer; must not block
+	shards  []shard     // a power of two of them
+	freeMu  sync.Mutex  // guards free
+	free    [][]byte    // empty chunks, a stack
+	chunk   int         // bytes of a chunk
+	lowFree int         // so few chunks free wake the writer
+	wakeup  func()      // wakes the writer; must not block
+	closed  atomic.Bool // set before the writer's last take; read under a shard's mu
 
 	// Owned by the writer goroutine.
 	runs    [][][]byte // the chunks last taken, by shard, in order
@@ -89,10 +90,16 @@ func (b *buffers) init(budget, procs int) {
 	}
 }
 
-// add appends line to conn's shard; false if no chunk is free.
+// add appends line to conn's shard; false if no chunk is free or the
+// buffers are closed. closed is read under the shard's mutex, which the
+// writer's last take also holds: a line is either taken by it or refused.
 func (b *buffers) add(conn uint64, line []byte) bool {
 	sh := &b.shards[conn&uint64(len(b.shards)-1)]
 	sh.mu.Lock()
+	if b.closed.Load() {
+		sh.mu.Unlock()
+		return false
+	}
 	if len(sh.cur)+recordHeader+len(line) > cap(sh.cur) && !b.next(sh, recordHeader+len(line)) {
 		sh.mu.Unlock()
 		b.wakeup()

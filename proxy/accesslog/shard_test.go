@@ -118,3 +118,18 @@ func TestChunksReused(t *testing.T) {
 		t.Errorf("%d distinct chunks used for 200 takes of 100 lines, want at most %d", len(used), want)
 	}
 }
+
+// TestAddAfterClose: a Write that found the Log open just before Close,
+// and reaches its shard only after the writer's last take, is refused
+// (and so counted as dropped), not left in a buffer no one writes:
+// written + dropped stays the number of Writes.
+func TestAddAfterClose(t *testing.T) {
+	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "access.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLog(t, l)
+	if l.add(1, AppendCombined(nil, entry())) {
+		t.Error("a line was buffered after the writer's last take")
+	}
+}
