@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -59,9 +60,8 @@ func (c *connAddrs) get(id uint64) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	var b [16]byte
-	for i := range 8 {
-		b[i], b[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-	}
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
 	return netip.AddrFrom16(b), true
 }
 
@@ -75,10 +75,7 @@ func (c *connAddrs) put(id uint64, a netip.Addr) {
 		return // another goroutine is writing the slot: leave it to it
 	}
 	b := a.As16()
-	var hi, lo uint64
-	for i := range 8 {
-		hi, lo = hi<<8|uint64(b[i]), lo<<8|uint64(b[8+i])
-	}
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 	s.id.Store(id)
 	s.hi.Store(hi)
 	s.lo.Store(lo)
