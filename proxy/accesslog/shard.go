@@ -129,7 +129,11 @@ func (b *buffers) next(sh *shard, n int) bool {
 		b.wakeup()
 	}
 	if n > cap(c) {
-		c = make([]byte, 0, n) // recycle makes a chunk to take its place
+		// A line longer than a chunk gets a chunk of its own. The free
+		// chunk it stands for in the budget rides along empty and goes
+		// back to the free list at recycle, which drops the long one.
+		sh.full = append(sh.full, c)
+		c = make([]byte, 0, n)
 	}
 	if len(sh.cur) > 0 {
 		sh.full = append(sh.full, sh.cur)
@@ -199,10 +203,9 @@ func (b *buffers) recycle() {
 	defer b.freeMu.Unlock()
 	for i, run := range b.runs {
 		for j, c := range run {
-			if cap(c) != b.chunk {
-				c = make([]byte, 0, b.chunk)
+			if cap(c) == b.chunk { // not a long line's own (next)
+				b.free = append(b.free, c[:0])
 			}
-			b.free = append(b.free, c[:0])
 			run[j] = nil
 		}
 		b.runs[i] = run[:0]

@@ -119,6 +119,37 @@ func TestChunksReused(t *testing.T) {
 	}
 }
 
+// TestLongLineKeepsSlab: a line longer than a chunk gets a chunk of its
+// own, and after the take every chunk of the slab made at init is free
+// again: none is dropped for a new one allocated in its place.
+func TestLongLineKeepsSlab(t *testing.T) {
+	var b buffers
+	b.init(64*lineBytes, 1)
+	b.wakeup = func() {}
+	slab := map[*byte]bool{}
+	for _, c := range b.free {
+		slab[&c[:1][0]] = true
+	}
+	long := make([]byte, 3*b.chunk)
+	for range 5 {
+		if !b.add(0, []byte("short\n")) || !b.add(0, long) || !b.add(1, long) {
+			t.Fatal("a line dropped")
+		}
+		if got := b.merge(b.take()); len(got) != len("short\n")+2*len(long) {
+			t.Fatalf("merged %d bytes", len(got))
+		}
+		b.recycle()
+	}
+	if len(b.free) != len(slab) {
+		t.Fatalf("%d chunks free, want the %d made at init", len(b.free), len(slab))
+	}
+	for _, c := range b.free {
+		if cap(c) != b.chunk || !slab[&c[:1][0]] {
+			t.Fatal("a free chunk is not one of the slab's")
+		}
+	}
+}
+
 // TestAddAfterClose: a Write that found the Log open just before Close,
 // and reaches its shard only after the writer's last take, is refused
 // (and so counted as dropped), not left in a buffer no one writes:
