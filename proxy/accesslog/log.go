@@ -105,7 +105,7 @@ func (l *Log) newMetrics(reg prometheus.Registerer) error {
 		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_access_log_lines_total",
 			Help: "Access log lines handed to the file."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_access_log_dropped_lines_total",
-			Help: "Access log lines dropped because the write queue was full (the disk could not keep up) or the log was closed."}),
+			Help: "Access log lines dropped because no buffer was free (the writer, or the disk under it, could not keep up) or the log was closed."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_access_log_write_errors_total",
 			Help: "Failed writes to the access log file; the lines in them are lost."}),
 	}
