@@ -39,6 +39,11 @@ type result struct {
 	WrkCPUus     float64 `json:"wrk_cpu_us_per_req"`
 	PeakRSSMiB   float64 `json:"peak_rss_mib"`
 	CgroupPeakMB float64 `json:"cgroup_peak_mib,omitempty"`
+	// StrataWarm and StrataRun are how strata's own counters
+	// (strataCounters) moved over the warm-up and over the measured run:
+	// where the misses came from.
+	StrataWarm counterSnapshot `json:"strata_warm_counters,omitempty"`
+	StrataRun  counterSnapshot `json:"strata_run_counters,omitempty"`
 	// Reference marks a yardstick (the bare handler), never a best peer.
 	Reference bool `json:"reference,omitempty"`
 }

@@ -131,7 +131,14 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 		return result{Scenario: label, System: s.Name, Status: r.died(rn)}
 	}
 	base := "http://" + rn.env.Listen
+	var snap0, snap1 counterSnapshot
+	if s.Name == "strata" {
+		snap0 = scrapeStrata(ctx, rn.env.AdminListen)
+	}
 	warmErr := warm(ctx, base, sc.Warm)
+	if s.Name == "strata" {
+		snap1 = scrapeStrata(ctx, rn.env.AdminListen)
+	}
 	pid := rn.p.pid()
 	resetPeakRSS(pid)
 	if rn.cg != nil {
@@ -169,8 +176,18 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 		res.OriginCPUus = perRequestUS(ocpu, w.Requests)
 	}
 	res.WrkCPUus = perRequestUS(w.CPUSeconds, w.Requests)
+	if s.Name == "strata" {
+		res.StrataWarm = delta(snap0, snap1)
+		res.StrataRun = delta(snap1, scrapeStrata(ctx, rn.env.AdminListen))
+	}
 	fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s %10.0f req/s  p99 %.2f ms  CPU %.1f µs/req  hits %s  errors %d+%d\n",
 		s.Name, label, res.RPS, res.P99ms, res.CPUus, percent(res.HitRatio), res.Errors, warmErr)
+	if len(sc.Warm) > 0 && res.StrataWarm != nil {
+		fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s warm-up: %s\n", s.Name, label, res.StrataWarm)
+	}
+	if res.StrataRun != nil {
+		fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s run: %s\n", s.Name, label, res.StrataRun)
+	}
 	return res
 }
 
