@@ -30,11 +30,12 @@
 //     window, so one-hit wonders stay off the disk; it only works if the
 //     memory tier feeds it accesses through Record.
 //   - Filler: work-conserving admission. The RateLimiter for the steady
-//     state; past its rate, an entry bound for a device that can take it
-//     without overwriting live data (never-written space, a short write
-//     queue, no read waiting: the Device interface) is admitted as Fill,
-//     under an endurance budget of drive writes per day (default 1), else
-//     OverBudget. A fresh device thus fills at device speed.
+//     state; past its rate, an entry bound for a device with write
+//     bandwidth to spare (room: never-written space, or reclaimers that
+//     keep up; a short write queue; no read waiting: the Device
+//     interface) is admitted as Fill, under an endurance budget of drive
+//     writes per day (default 1, a week's worth held), else OverBudget. A
+//     cold working set thus reaches the disk at device speed.
 //   - Chain: all members must admit. New(Options) builds the default
 //     chain: frequency filter first (its "no" is Rejected: cold), then the
 //     rate limiter, a Filler when it knows the device's size (its "no" is

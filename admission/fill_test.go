@@ -30,7 +30,7 @@ func newFiller(t testing.TB, rate, burst, deviceBytes int64, dwpd float64) (*Fil
 // device: rate first, then fill while the device has room, throttled when
 // it has none, over budget once the day's writes reach the budget.
 func TestFillerDecisions(t *testing.T) {
-	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day
+	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day, a week's held
 	room, full := filling(true), filling(false)
 	steps := []struct {
 		name   string
@@ -41,8 +41,8 @@ func TestFillerDecisions(t *testing.T) {
 		{"rate tokens: admitted whatever the device", &full, mib, Admitted},
 		{"rate spent, no device: throttled", nil, 0, Throttled},
 		{"rate spent, device full: throttled", &full, 0, Throttled},
-		{"rate spent, device with room: fill", &room, 32 * mib, Fill},
-		{"still room, budget left", &room, 32 * mib, Fill},
+		{"rate spent, device with room: fill", &room, enduranceDays * 32 * mib, Fill},
+		{"still room, budget left", &room, enduranceDays * 32 * mib, Fill},
 		{"budget spent: over budget", &room, 0, OverBudget},
 		{"budget spent, device full: throttled", &full, 0, Throttled},
 	}
@@ -89,7 +89,7 @@ func TestFillerDebtCaps(t *testing.T) {
 	if d := f.AdmitTo(&room, 1, 1); d != Fill {
 		t.Fatalf("a day after 1 TiB: %v, want fill (budget %d)", d, f.Budget())
 	}
-	clk.Advance(24 * time.Hour) // the whole budget back
+	clk.Advance(24 * time.Hour) // a day's budget (4 GiB) back
 	f.Charge(1 << 30)           // the fill wrote 1 GiB: 1024 s at the rate
 	if d := f.AdmitTo(&room, 1, 1); d != Fill {
 		t.Fatalf("the fill's last entry: %v, want fill", d)
@@ -134,11 +134,13 @@ func (*toggle) Record(uint64) {}
 func (*toggle) Charge(int)    {}
 
 // TestFillerConcurrentBudget: goroutines filling a device at once write
-// no more than the day's budget plus one entry each (admission is
-// optimistic: each may be admitted just before another's Charge lands).
+// no more than the budget (a week of one drive write a day) plus one
+// entry each (admission is optimistic: each may be admitted just before
+// another's Charge lands).
 func TestFillerConcurrentBudget(t *testing.T) {
-	const budget, entry, workers = 64 * mib, 64 * kib, 8
-	f, _ := newFiller(t, kib, kib, budget, 1)
+	const device, entry, workers = 64 * mib, 64 * kib, 8
+	const budget = enduranceDays * device
+	f, _ := newFiller(t, kib, kib, device, 1)
 	f.Charge(kib) // rate spent: everything below is fill
 	room := filling(true)
 	var filled atomic.Int64

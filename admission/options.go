@@ -26,11 +26,11 @@ type FillOptions struct {
 	// Disabled leaves the rate limiter alone: no write past its rate.
 	// Default false.
 	Disabled bool
-	// DriveWritesPerDay is the endurance budget: the bytes written in a
-	// day (all of them, rate-admitted ones included) after which a device
-	// with free space no longer fills past the rate, as a multiple of
-	// DeviceBytes. Default 1, as datacenter flash is commonly rated
-	// (1–3 DWPD over 5 years); at most 100.
+	// DriveWritesPerDay is the endurance budget, as a multiple of
+	// DeviceBytes written a day (all writes, rate-admitted ones included):
+	// past it a device no longer fills past the rate. The budget is held
+	// as a week's worth, since flash is rated as an average (commonly
+	// 1–3 DWPD over 5 years), not per day. Default 1; at most 100.
 	DriveWritesPerDay float64
 	// DeviceBytes is the disk tier's size (every device's together), which
 	// DriveWritesPerDay multiplies. Default 0: unknown, and New builds a

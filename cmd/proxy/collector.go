@@ -104,8 +104,8 @@ func dropped(reason string, get func(s *hybrid.Stats) uint64) statDef {
 }
 
 // admitted is strata_disk_admitted_total for one reason: rate (within
-// the admission rate, or with none), fill (past it, into a device's
-// never-written space while its write queue is short).
+// the admission rate, or with none), fill (past it, into a device with
+// write bandwidth to spare: see disk.Engine.Filling).
 func admitted(reason string, get func(s *hybrid.Stats) uint64) statDef {
 	d := counter("strata_disk_admitted_total", "Entries admission let through to the disk write queue, by reason.", get)
 	d.labels = prometheus.Labels{"reason": reason}
@@ -167,7 +167,7 @@ var engineStatDefs = onDisk(
 	refused("cold", func(s *hybrid.Stats) uint64 { return s.RefusedCold }),
 	refused("rate", func(s *hybrid.Stats) uint64 { return s.RefusedThrottled }),
 	refused("endurance", func(s *hybrid.Stats) uint64 { return s.RefusedOverBudget }),
-	gauge("strata_disk_filling", "Devices taking writes past the admission rate now: never-written space beyond the reclaimers' reserve, a short write queue, no read waiting.", func(s *hybrid.Stats) float64 { return float64(s.Disk.Filling) }),
+	gauge("strata_disk_filling", "Devices taking writes past the admission rate now: room (never-written space beyond the reclaimers' reserve, or reclaimers that keep it), a short write queue, no read waiting.", func(s *hybrid.Stats) float64 { return float64(s.Disk.Filling) }),
 	dropped("aborted", func(s *hybrid.Stats) uint64 { return s.Disk.DropAborted }),
 	dropped("offline", func(s *hybrid.Stats) uint64 { return s.Disk.DropOffline }),
 	counter("strata_disk_removes_total", "Removes (tombstones) sent to the disk engine.", func(s *hybrid.Stats) uint64 { return s.Disk.Removes }),

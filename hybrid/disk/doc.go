@@ -83,7 +83,8 @@ package disk
 //
 // Insert runs admission (Options.Admission; nil admits all; a
 // FillAdmitter is handed the engine, whose Filling says whether the device
-// still has never-written regions to fill and a short queue), checks the
+// has room (never-written regions, or reclaimers that keep up), a short
+// queue and no read waiting), checks the
 // size against what one buffer can hold (larger entries are refused and
 // counted: never accepted then lost) and the byte bound QueueBytes, copies
 // key and value into a pooled item (power-of-two classes up to 8 MiB, so a

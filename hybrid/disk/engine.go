@@ -231,14 +231,16 @@ func (e *Engine) admit(h uint64, size int) bool {
 }
 
 // Filling reports whether the device can take a write now at device
-// speed without costing live data or reads, as admission's Filler needs
-// to admit past its steady rate:
-//   - room: the clean regions beyond the CleanRegions the reclaimers keep
-//     ready hold more than what is queued. Clean regions past that reserve
-//     exist only on a device never filled since it was formatted (or
-//     recovered partly empty): writing into them evicts nothing, while
-//     once they are gone every region written is one reclaimed, its live
-//     entries evicted.
+// speed without costing reads, as admission's Filler needs to admit past
+// its steady rate (under its endurance budget):
+//   - room: either the clean regions beyond the CleanRegions the
+//     reclaimers keep ready hold more than what is queued (a device never
+//     filled since it was formatted, or recovered partly empty: writing
+//     there evicts nothing), or, on a full device, the reclaimers keep
+//     their whole reserve ready: each region written is then one
+//     reclaimed, its oldest entries evicted in FIFO order (accessed ones
+//     reinserted, with Reinsertion), as a cache without an admission rate
+//     does with every write.
 //   - the flushers keep up: less than half of QueueBytes is queued.
 //   - no read waits for a read worker (with a read pool).
 //
@@ -254,7 +256,10 @@ func (e *Engine) Filling() bool {
 		return false
 	}
 	spare := len(e.regions.clean) - e.regions.target
-	return spare > 0 && int64(spare)*e.lay.regionSize > q
+	if spare > 0 {
+		return int64(spare)*e.lay.regionSize > q
+	}
+	return spare == 0 && q < e.lay.regionSize
 }
 
 // submit assigns the item its sequence and makes it the key's pending

@@ -22,10 +22,12 @@ func (a *fillAdmitter) AdmitTo(dev interface{ Filling() bool }, _ uint64, _ int)
 	return dev.Filling()
 }
 
-// TestFilling: a fresh device is Filling while it has never-written
-// regions beyond the reclaimers' reserve and a short write queue; once
-// those regions are written it is not, and every region written after
-// that is one reclaimed. Insert asks a FillAdmitter's AdmitTo with the
+// TestFilling: a device is Filling while its write queue is short and
+// it has room: never-written regions beyond the reclaimers' reserve (a
+// fresh device: writing there evicts nothing), or, once those are
+// written, a reserve the reclaimers keep full (each region written is
+// then one reclaimed). Reclaimers behind, or a region's worth queued on a
+// full device, stop it. Insert asks a FillAdmitter's AdmitTo with the
 // engine itself.
 func TestFilling(t *testing.T) {
 	o := testOpts() // 1 MiB regions, CleanRegions 3, queue 4 MiB
@@ -50,33 +52,59 @@ func TestFilling(t *testing.T) {
 		}
 	}
 
-	// Write values until the device refuses them: the never-written
-	// regions are used up, less what was queued when each was asked.
+	// Write values four times the device's size, each once the last is
+	// written and the reclaimers have caught up: every one is admitted.
+	// The never-written regions go first, evicting nothing (a 64 KiB
+	// buffer holds one 60 KiB entry; the flushers' open regions are
+	// partly written); then each region written is one reclaimed.
 	v := make([]byte, 60<<10)
-	admitted := 0
-	for i := range 400 {
-		if e.Insert(fmt.Appendf(nil, "k%d", i), v, time.Time{}) {
-			admitted++
+	s := e.Stats()
+	fresh := (s.Regions - e.opts.CleanRegions - o.Flushers) * int(o.RegionSize) / o.BufferSize
+	const n = 4 * 16
+	for i := range n * int(o.RegionSize) / o.BufferSize {
+		waitReserve(t, e)
+		if !e.Insert(fmt.Appendf(nil, "k%d", i), v, time.Time{}) {
+			t.Fatalf("insert %d refused (clean %d, reserve %d, queued %d)", i, len(e.regions.clean), e.regions.target, e.queued.Load())
 		}
 		settle(t, e)
+		if s := e.Stats(); i < fresh && (s.Reclaims != 0 || s.Evictions != 0) {
+			t.Fatalf("insert %d of %d that fit a fresh device: reclaims %d, evictions %d", i, fresh, s.Reclaims, s.Evictions)
+		}
 	}
-	if adm.to.Load() != 400 || adm.plain.Load() != 0 || adm.dev.Load() != interface{ Filling() bool }(e) {
+	if adm.plain.Load() != 0 || adm.dev.Load() != interface{ Filling() bool }(e) {
 		t.Fatalf("AdmitTo %d times, Admit %d, device %v: want AdmitTo with the engine each time",
 			adm.to.Load(), adm.plain.Load(), adm.dev.Load())
 	}
-	s := e.Stats()
-	if e.Filling() || s.Filling != 0 {
-		t.Fatalf("after %d admitted: still Filling (clean %d of %d regions)", admitted, s.CleanRegions, s.Regions)
+	if s := e.Stats(); s.Reclaims == 0 || s.Evictions == 0 {
+		t.Fatalf("after writing the device four times over: reclaims %d, evictions %d", s.Reclaims, s.Evictions)
 	}
-	// Every region but the reserve was filled (the flushers' open ones
-	// partly), and none was reclaimed: the fill evicted nothing. A 64 KiB
-	// buffer holds one 60 KiB entry.
-	perRegion := int(o.RegionSize) / o.BufferSize
-	lo, hi := (s.Regions-e.opts.CleanRegions-o.Flushers)*perRegion, (s.Regions-e.opts.CleanRegions)*perRegion
-	if admitted < lo || admitted > hi || s.Reclaims != 0 || s.Evictions != 0 {
-		t.Fatalf("admitted %d (want %d..%d), reclaims %d, evictions %d", admitted, lo, hi, s.Reclaims, s.Evictions)
+
+	// A full device: the reclaimers keeping their reserve is its room.
+	waitReserve(t, e)
+	if !e.Filling() {
+		t.Fatalf("full device, reserve kept, queue empty: Filling false")
 	}
-	if s.DropAdmission != uint64(400-admitted) {
-		t.Fatalf("dropped by admission %d, want %d", s.DropAdmission, 400-admitted)
+	id := <-e.regions.clean // the reclaimers are behind
+	if e.Filling() {
+		t.Errorf("full device, reclaimers behind: Filling true")
+	}
+	e.regions.clean <- id
+	e.queued.Add(o.RegionSize) // a region's worth queued
+	if e.Filling() {
+		t.Errorf("full device, a region's worth queued: Filling true")
+	}
+	e.queued.Add(-o.RegionSize)
+}
+
+// waitReserve waits for the reclaimers to fill their reserve of clean
+// regions.
+func waitReserve(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(e.regions.clean) < e.regions.target {
+		if time.Now().After(deadline) {
+			t.Fatalf("reclaimers did not refill their reserve: clean %d of %d", len(e.regions.clean), e.regions.target)
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 }
