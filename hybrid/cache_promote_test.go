@@ -60,21 +60,45 @@ func TestPromoteFilter(t *testing.T) {
 		t.Fatalf("%d slots, want 1600 rounded up", len(g.slots))
 	}
 	h := uint64(0xdeadbeef12345678)
-	if f.second(h) || !f.second(h) {
+	if f.second(h, 1) || !f.second(h, 1) {
 		t.Fatal("second hit not reported")
 	}
-	if f.second(h) {
+	if f.second(h, 1) {
 		t.Fatal("third hit right after a promotion reported again")
 	}
 	// A colliding hash (same slot, other key) evicts h's mark and is never
 	// taken for h: the slot holds whole hashes.
 	other := h ^ 0xff
-	if f.second(other) || f.second(h) || f.second(other) {
+	if f.second(other, 1) || f.second(h, 1) || f.second(other, 1) {
 		t.Fatal("collision reported as a second hit")
 	}
 	// Hash 0 and 1 share tag 1: at worst a spurious promotion, never a panic.
-	_ = f.second(0)
-	_ = f.second(1)
+	_ = f.second(0, 1)
+	_ = f.second(1, 1)
+}
+
+// TestPromoteFilterSized: a large value's second hit must come within as
+// many large hits as memory holds such values: two 64 KiB values whose
+// hashes share the top 10 bits (not 12) take one slot of a 4096-slot
+// table between them, so one's hit makes the other's next hit a first
+// again; small values keep a slot each.
+func TestPromoteFilterSized(t *testing.T) {
+	f := newPromoteFilter(4096 * promoteSlotBytes)
+	a, b := uint64(0xabc)<<52, uint64(0xabd)<<52 // top 10 bits equal
+	for _, tc := range []struct {
+		size int
+		want bool
+	}{{64 << 10, false}, {promoteSlotBytes, true}, {1000, true}} {
+		_ = f.second(a, tc.size)
+		_ = f.second(b, tc.size)
+		if got := f.second(a, tc.size); got != tc.want {
+			t.Errorf("size %d: second hit of a after b's = %v, want %v", tc.size, got, tc.want)
+		}
+		clear(f.slots)
+	}
+	if got := f.narrow(1 << 30); got != 2 { // 4096 slots down to 1024, no fewer
+		t.Errorf("narrow(1GiB) = %d, want 2", got)
+	}
 }
 
 func TestPromotionOptions(t *testing.T) {

@@ -1,21 +1,29 @@
 package hybrid
 
-import "strata/hybrid/memory"
+import (
+	"strata/hybrid/disk"
+	"strata/hybrid/memory"
+)
 
 // Value holds the bytes of one hit of Cache.Lend: a memory hit of a large
-// value borrows the memory tier's bytes under a pin (memory.Value), anything
-// else is copied into a buffer the Value owns and reuses. The zero value is
-// ready for use; a Value may be reused for any number of Lends.
+// value borrows the memory tier's bytes under a pin (memory.Value); a disk
+// hit is the disk engine's read buffer itself, lent until Release
+// (disk.Value); anything else is copied into a buffer the Value owns and
+// reuses. The zero value is ready for use; a Value may be reused for any
+// number of Lends.
 //
 // Lifetime. Bytes stays valid and unchanged until Release (or the next
 // Lend into v), whatever happens to the entry meanwhile; every hit needs one
-// Release, which is idempotent. While lent, the entry's memory stays
-// charged to the memory tier even if it is evicted. Not safe for concurrent
-// use.
+// Release, which is idempotent and may come after the Cache's Close. While
+// lent, the entry's memory stays charged to the memory tier even if it is
+// evicted, and a disk hit's read buffer stays out of the engine's pool.
+// Not safe for concurrent use, and not to be copied while it holds a hit
+// (Swap moves one).
 type Value struct {
-	mem memory.Value
-	buf []byte // disk hits and SetCopy
-	b   []byte
+	mem  memory.Value
+	disk disk.Value
+	buf  []byte // SetCopy
+	b    []byte
 }
 
 // Bytes returns the value (see Value for how long it is valid).
@@ -24,9 +32,11 @@ func (v *Value) Bytes() []byte { return v.b }
 // Lent reports whether Bytes is borrowed from the memory tier.
 func (v *Value) Lent() bool { return v.mem.Lent() }
 
-// Release lets go of the value: a pin is dropped, a copy kept for reuse.
+// Release lets go of the value: a pin is dropped, a disk read buffer goes
+// back to its pool, a copy is kept for reuse.
 func (v *Value) Release() {
 	v.mem.Release()
+	v.disk.Release()
 	v.b = nil
 }
 
@@ -41,8 +51,9 @@ func (v *Value) SetCopy(b []byte) {
 // Lend is Get without a copy for large memory hits: on a hit it sets v to
 // key's value (borrowed from memory from memory.LendMin bytes up, else
 // copied) and says which tier answered; the caller must Release v. A miss
-// leaves v empty and returns TierMiss. A disk hit is copied into v's buffer
-// and promoted as Get's is. A memory hit allocates nothing.
+// leaves v empty and returns TierMiss. A disk hit lends the engine's read
+// buffer (disk.Engine.Lend) and is promoted as Get's is. A memory hit
+// allocates nothing, nor does a disk hit once the read buffers are pooled.
 func (c *Cache) Lend(key []byte, v *Value) (Tier, bool) {
 	v.Release()
 	if c.closed.Load() {
@@ -56,14 +67,13 @@ func (c *Cache) Lend(key []byte, v *Value) (Tier, bool) {
 	if c.disks == nil {
 		return TierMiss, false
 	}
-	b, expiry, ok := c.disks.of(key).GetWithExpiry(key, v.buf[:0])
-	v.buf = b[:0]
+	expiry, ok := c.disks.of(key).Lend(key, &v.disk)
 	if !ok {
 		return TierMiss, false
 	}
 	c.record(key)
-	c.promote(key, b, expiry)
-	v.b = b
+	v.b = v.disk.Bytes()
+	c.promote(key, v.b, expiry)
 	return TierDisk, true
 }
 
@@ -79,4 +89,5 @@ func (v *Value) Trim(max int) {
 		v.buf = nil
 	}
 	v.mem.Trim(max)
+	v.disk.Trim(max)
 }

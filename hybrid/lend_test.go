@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -70,5 +71,60 @@ func TestCacheLendEvictedToDisk(t *testing.T) {
 	got, tier, ok := c.Get([]byte("lent"), nil)
 	if !ok || tier != TierDisk || !bytes.Equal(got, want) {
 		t.Fatalf("after eviction: Get %v %v", tier, ok)
+	}
+}
+
+// TestCacheLendDiskHeld: a disk hit lends the engine's read buffer, which
+// stays whole while the key is overwritten and removed and its region is
+// reclaimed, and goes back to the pool once on Release, also after Close.
+func TestCacheLendDiskHeld(t *testing.T) {
+	c, _ := testCache(t, 256<<10, func(o *Options) { o.Promotion = PromoteNever })
+	want := bytes.Repeat([]byte("d"), 64<<10)
+	c.Insert([]byte("disk"), want, time.Time{})
+	fill := bytes.Repeat([]byte("f"), 64<<10)
+	for i := range 8 { // push "disk" out to the disk tier
+		c.Insert(fmt.Appendf(nil, "k%d", i), fill, time.Time{})
+	}
+	settleDisk(t, c)
+	var v Value
+	if tier, ok := c.Lend([]byte("disk"), &v); !ok || tier != TierDisk || !bytes.Equal(v.Bytes(), want) {
+		t.Fatalf("Lend: %v %v, %d bytes", tier, ok, len(v.Bytes()))
+	}
+	if s := c.Stats(); s.Disk.ReadBuffersOut != 1 {
+		t.Fatalf("ReadBuffersOut %d while lent, want 1", s.Disk.ReadBuffersOut)
+	}
+	c.Insert([]byte("disk"), fill, time.Time{})
+	c.Remove([]byte("disk"))
+	for i := range 700 { // 44 MiB through a 32 MiB device
+		c.Insert(fmt.Appendf(nil, "r%d", i), fill, time.Time{})
+		if i%32 == 0 {
+			settleDisk(t, c) // keep up: a full queue drops writes
+		}
+	}
+	if s := c.Stats(); s.Disk.Reclaims == 0 {
+		t.Fatal("no region was reclaimed")
+	}
+	if !bytes.Equal(v.Bytes(), want) {
+		t.Fatal("lent disk bytes changed")
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	v.Release()
+	if s := c.Stats(); s.Disk.ReadBuffersOut != 0 || s.Disk.BadReleases != 0 {
+		t.Fatalf("after Release: out %d, returned twice %d", s.Disk.ReadBuffersOut, s.Disk.BadReleases)
+	}
+}
+
+// settleDisk waits until the disk tier has written everything queued.
+func settleDisk(t *testing.T, c *Cache) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s := c.Stats().Disk; s.QueuedBytes != 0 || s.PendingKeys != 0; s = c.Stats().Disk {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes not done: queued=%d pending=%d", s.QueuedBytes, s.PendingKeys)
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // bodyLease keeps the store's Value behind a hit's inline body (borrowed
-// from the memory tier's arena, hybrid.Value.Lent, or copied there by the
-// store on a disk hit) until fasthttp has written the response, which
+// from the memory tier's arena, hybrid.Value.Lent, or the disk engine's
+// read buffer on a disk hit) until fasthttp has written the response, which
 // takes the body with SetBodyRaw: no copy, and the status line, headers and
 // body leave in one writev (a body stream cost a second write per hit: 22%
 // more system CPU per 256 KiB hit). fasthttp has no hook on a raw body; the
@@ -18,7 +18,8 @@ import (
 // resets the request: after the response is written and flushed, or when
 // the connection ends (a client gone mid-body, a write error, shutdown).
 // TestLentBodyClientGone holds fasthttp to that order. Close releases the
-// Value's pin, so that a lent entry evicted meanwhile is freed then.
+// Value's pin, so that a lent entry evicted meanwhile is freed then, or
+// gives its read buffer back to the disk engine's pool.
 // Pooled with the Value's buffer.
 type bodyLease struct{ v hybrid.Value }
 
@@ -27,8 +28,9 @@ var bodyLeasePool = sync.Pool{New: func() any { return new(bodyLease) }}
 // bodyLeaseKey is the user value key of a request's bodyLease.
 const bodyLeaseKey = "strata.bodyLease"
 
-// maxPooledValue bounds the copy buffers a pooled bodyLease keeps (a disk
-// hit's; lent values need none): larger ones are left to the collector.
+// maxPooledValue bounds the copy buffers a pooled bodyLease keeps (small
+// memory hits' and pending disk hits'; lent values need none): larger ones
+// are left to the collector.
 const maxPooledValue = 2 << 20
 
 // setLentBody sets body, which v holds, as resp's body without a copy and

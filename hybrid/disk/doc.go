@@ -222,7 +222,10 @@ package disk
 //
 // Get: pending set → index → one aligned read of the blocks covering the
 // entry → magic, CRC, hash, key and expiry checks → append the value to
-// dst. A disk hit allocates nothing (pooled read buffers and jobs).
+// dst. Lend stops before the append: the pooled read buffer itself, sliced
+// to the value, is lent to a Value and goes back to the pool on Release
+// (lend.go; buffers carry a generation so a second return is refused,
+// buffers.go). A disk hit allocates nothing (pooled read buffers and jobs).
 // Damaged entries and I/O errors are misses, counted, and drop the index
 // entry. RuntimeDisabled reads in the caller; RuntimeUnified and
 // RuntimeSeparated hand the read to a pool of ReadWorkers goroutines
@@ -236,8 +239,8 @@ package disk
 // is queued: past it the Get is a miss and returns, while the read
 // completes or is skipped on its worker. The job's state (pending,
 // delivering, abandoned; compare-and-swap on both sides) decides who owns
-// the caller's dst, so a late read never writes into a buffer its Get has
-// left (runtime.go). A timed-out read counts against the device's health
+// the read buffer: the Get, which delivers or lends it, or the worker,
+// which gives back the buffer of a read its Get has left (runtime.go). A timed-out read counts against the device's health
 // only when some read or write has been in the device for 4 × the
 // deadline, at least a second (stuckAfter): on a busy 2-core box, reads
 // queued behind many quick ones, or behind slow large writes, time out

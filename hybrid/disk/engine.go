@@ -17,7 +17,8 @@ import (
 //
 // All methods are safe for concurrent use. Insert and Remove return at
 // once; the write happens on a flusher goroutine. Get copies the value into
-// the caller's dst; nothing returned aliases engine memory.
+// the caller's dst; Lend lends the read buffer itself to a Value, the
+// caller's alone until Release (lend.go).
 type Engine struct {
 	dev     blockdev.Device
 	opts    Options

@@ -53,6 +53,16 @@ func closeT(t testing.TB, e *Engine) {
 	if err := e.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkBuffers(t, e)
+}
+
+// checkBuffers fails t if a read buffer is still out of the engine's pool
+// (a Value not released, or a buffer leaked) or one was returned twice.
+func checkBuffers(t testing.TB, e *Engine) {
+	t.Helper()
+	if s := e.Stats(); s.ReadBuffersOut != 0 || s.BadReleases != 0 {
+		t.Fatalf("read buffers out of the pool after Close: %d, returned twice: %d", s.ReadBuffersOut, s.BadReleases)
+	}
 }
 
 // settle waits until nothing is queued or pending: every accepted

@@ -114,6 +114,11 @@ func modelWorker(e *Engine, w, workers, keys, ops int) error {
 	}
 	model := make([]state, keys)
 	var buf []byte
+	// held is a value lent by Lend and kept over the next operations
+	// (inserts, removes, reclaim of its region): it must not change.
+	var held Value
+	var heldWant []byte
+	defer held.Release()
 	for op := range ops {
 		i := rng.IntN(keys)
 		k := []byte(fmt.Sprintf("w%d-k%d", w, i))
@@ -130,8 +135,19 @@ func modelWorker(e *Engine, w, workers, keys, ops int) error {
 			e.Remove(k)
 			model[i] = state{}
 		case r < 8:
-			got, ok := e.Get(k, buf[:0])
-			buf = got
+			var got []byte
+			var ok bool
+			if rng.IntN(2) == 0 {
+				got, ok = e.Get(k, buf[:0])
+				buf = got
+			} else {
+				if !bytes.Equal(held.Bytes(), heldWant) {
+					return fmt.Errorf("a lent value changed while held")
+				}
+				_, ok = e.Lend(k, &held)
+				got = held.Bytes()
+				heldWant = append(heldWant[:0], got...)
+			}
 			if ok && !model[i].present {
 				return fmt.Errorf("%s: hit on a removed or refused key", k)
 			}
@@ -147,6 +163,9 @@ func modelWorker(e *Engine, w, workers, keys, ops int) error {
 				}
 			}
 		}
+	}
+	if !bytes.Equal(held.Bytes(), heldWant) {
+		return fmt.Errorf("a lent value changed while held")
 	}
 	return nil
 }

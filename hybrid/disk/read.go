@@ -21,36 +21,56 @@ func (e *Engine) Get(key, dst []byte) ([]byte, bool) {
 
 // GetWithExpiry is Get that also returns the entry's expiry in unix
 // nanoseconds (0: none), so a caller can copy the entry elsewhere with the
-// same lifetime (the Cache promotes disk hits into memory this way).
+// same lifetime.
 func (e *Engine) GetWithExpiry(key, dst []byte) ([]byte, int64, bool) {
 	h := xxhash.Sum64(key)
 	if !e.gate.enter(h) {
 		return dst, 0, false
 	}
 	defer e.gate.exit(h)
-	e.c.gets.Add(1)
-	out, expiry, res := e.pending.get(h, key, dst, e.opts.Now)
+	out, expiry, v, res := e.find(h, key, dst)
 	switch res {
-	case pendingHit:
-		e.c.hits.Add(1)
-		e.c.pendingHits.Add(1)
+	case foundPending:
 		return out, expiry, true
-	case pendingHidden:
+	case foundNone:
 		return dst, 0, false
 	}
-	if e.health.down() {
-		e.c.offlineGets.Add(1)
-		return dst, 0, false
-	}
-	v, ok := e.ix.get(h)
+	l, ok := e.rt.read(h, v)
 	if !ok {
 		return dst, 0, false
 	}
-	out, expiry, ok = e.rt.read(h, v, key, dst)
-	if ok {
+	return e.deliver(&l, key, dst)
+}
+
+// Lookup results of find.
+const (
+	foundNone    = iota // a miss
+	foundPending        // a hit in the pending set, appended to dst
+	foundIndexed        // an index entry, to be read from the device
+)
+
+// find runs the steps of a Get before the device read: the pending set
+// (a hit there is appended to dst), then, unless the disk is out of
+// service, the index, whose address it returns.
+func (e *Engine) find(h uint64, key, dst []byte) (out []byte, expiry int64, v uint64, res int) {
+	e.c.gets.Add(1)
+	out, expiry, pres := e.pending.get(h, key, dst, e.opts.Now)
+	switch pres {
+	case pendingHit:
 		e.c.hits.Add(1)
+		e.c.pendingHits.Add(1)
+		return out, expiry, 0, foundPending
+	case pendingHidden:
+		return dst, 0, 0, foundNone
 	}
-	return out, expiry, ok
+	if e.health.down() {
+		e.c.offlineGets.Add(1)
+		return dst, 0, 0, foundNone
+	}
+	if v, ok := e.ix.get(h); ok {
+		return dst, 0, v, foundIndexed
+	}
+	return dst, 0, 0, foundNone
 }
 
 // Contains reports whether the engine may hold key: its hash is indexed or
@@ -70,18 +90,9 @@ func (e *Engine) Contains(key []byte) bool {
 	return ok
 }
 
-// readEntry reads and verifies the entry at index value v and appends its
-// value to dst if it is key's.
-func (e *Engine) readEntry(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
-	l, ok := e.load(h, v)
-	if !ok {
-		return dst, 0, false
-	}
-	return e.deliver(&l, key, dst)
-}
-
 // loaded is an entry read from the device and checked, all but its
-// key: key and val borrow buf, which deliver gives back to the pool.
+// key: key and val borrow buf, which deliver gives back to the pool (or
+// lend lends to a Value).
 type loaded struct {
 	buf      *aligned
 	key, val []byte
@@ -114,8 +125,12 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 	rs := alignDown(abs, e.lay.blockSize)
 	n := int(alignUp(abs+int64(length), e.lay.blockSize) - rs)
 	buf := e.bufs.get(n)
+	defer func() {
+		if l.buf == nil { // a failed check, or a panic in the device (serveRead)
+			e.bufs.put(buf)
+		}
+	}()
 	if _, err := e.dev.ReadAt(buf.b[:n], rs); err != nil {
-		e.bufs.put(buf)
 		e.c.ioErrors.Add(1)
 		e.deviceFailed("disk: disk read failed", "offset", rs, "len", n, "err", err)
 		return l, false
@@ -129,7 +144,6 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 	default:
 		return loaded{buf: buf, key: k, val: val, h: h, cur: cur, expiry: hdr.expiry}, true
 	}
-	e.bufs.put(buf)
 	e.drop(h, cur)
 	return l, false
 }
@@ -138,15 +152,24 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 // hash collision: a miss), and gives l's buffer back.
 func (e *Engine) deliver(l *loaded, key, dst []byte) ([]byte, int64, bool) {
 	defer e.bufs.put(l.buf)
-	if !bytes.Equal(l.key, key) {
-		e.c.collisions.Add(1)
+	if !e.hit(l, key) {
 		return dst, 0, false
 	}
-	dst = append(dst, l.val...)
+	return append(dst, l.val...), l.expiry, true
+}
+
+// hit reports whether l holds key, counting a hit (and marking the entry
+// accessed for reinsertion) or a hash collision.
+func (e *Engine) hit(l *loaded, key []byte) bool {
+	if !bytes.Equal(l.key, key) {
+		e.c.collisions.Add(1)
+		return false
+	}
+	e.c.hits.Add(1)
 	if e.opts.Reinsertion && l.cur&idxAccessed == 0 {
 		e.ix.compareAndSwap(l.h, l.cur, l.cur|idxAccessed)
 	}
-	return dst, l.expiry, true
+	return true
 }
 
 // drop removes h from the index if it still holds v.

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"strata/blockdev"
 )
 
 // ioRuntime runs the engine's disk I/O on goroutine pools of its own
@@ -32,26 +30,26 @@ type ioRuntime struct {
 	spawned int
 }
 
-// readJob is one Get handed to a read worker. Jobs are pooled, each
-// with its timer (the read deadline); done has room for one signal so a
-// worker never blocks on it.
+// readJob is one Get's read handed to a read worker. Jobs are pooled,
+// each with its timer (the read deadline); done has room for one signal
+// so a worker never blocks on it.
 //
-// Ownership of dst (the caller's buffer) is settled by state, with
-// compare-and-swap: a pending job's caller that times out moves it to
-// abandoned and returns at once; the job then belongs to the worker,
-// which skips the read if it has not started, never touches key or dst,
-// and gives the job back to the pool. A worker whose read is done moves
-// the job to delivering before it reads key and appends to dst, and
-// signals done; a caller that times out then waits for that signal (an
-// append, not an I/O).
+// Ownership of the job, and of the read buffer it carries back, is
+// settled by state, with compare-and-swap: a pending job's caller that
+// times out moves it to abandoned and returns at once; the job then
+// belongs to the worker, which skips the read if it has not started,
+// gives back the buffer if it has read one, and gives the job back to
+// the pool. A worker whose read is done moves the job to delivering, sets
+// l and ok and signals done; from then the caller owns the job and the
+// buffer in l (to deliver or lend, in its own goroutine). A caller that
+// times out after that waits for the signal (a store, not an I/O).
 type readJob struct {
-	h, v     uint64
-	key, dst []byte
-	ok       bool
-	expiry   int64
-	state    atomic.Uint32
-	timer    *time.Timer
-	done     chan struct{}
+	h, v  uint64
+	l     loaded
+	ok    bool
+	state atomic.Uint32
+	timer *time.Timer
+	done  chan struct{}
 }
 
 // Read job states.
@@ -69,7 +67,7 @@ var readJobs = sync.Pool{New: func() any {
 
 // free gives j back to the pool.
 func (j *readJob) free() {
-	j.key, j.dst = nil, nil
+	j.l = loaded{}
 	readJobs.Put(j)
 }
 
@@ -144,23 +142,22 @@ func (rt *ioRuntime) write(b *buf, off int64) {
 	rt.writes <- b
 }
 
-// serveRead runs one Get's read, unless its Get has left, and delivers
-// the value into the Get's dst if it is still waiting (see readJob). A
-// panic is recovered (a miss for the Get, see Engine.recovered): a
-// waiting Get is always released.
+// serveRead runs one Get's read, unless its Get has left, and hands the
+// loaded entry to the Get if it is still waiting (see readJob). A panic
+// is recovered (a miss for the Get, see Engine.recovered): a waiting Get
+// is always released.
 func (rt *ioRuntime) serveRead(j *readJob) {
 	if j.state.Load() == jobAbandoned {
 		rt.letGo(j)
 		return
 	}
-	dst, taken := j.dst, false
 	defer func() {
 		if r := recover(); r != nil {
 			// Counted before the Get is released, so that it sees the
 			// panic in Stats when it returns.
 			rt.e.recovered("read worker", r)
-			if taken || j.state.CompareAndSwap(jobPending, jobDelivering) {
-				j.dst, j.expiry, j.ok = dst, 0, false
+			if j.state.CompareAndSwap(jobPending, jobDelivering) {
+				j.l, j.ok = loaded{}, false
 				j.done <- struct{}{}
 			} else {
 				rt.letGo(j)
@@ -175,11 +172,7 @@ func (rt *ioRuntime) serveRead(j *readJob) {
 		rt.letGo(j)
 		return
 	}
-	taken = true
-	j.expiry, j.ok = 0, false
-	if ok {
-		j.dst, j.expiry, j.ok = rt.e.deliver(&l, j.key, j.dst)
-	}
+	j.l, j.ok = l, ok
 	j.done <- struct{}{}
 }
 
@@ -202,15 +195,16 @@ func (rt *ioRuntime) doWrite(b *buf) {
 	_, b.err = rt.e.dev.WriteAt(b.data[:b.wlen], b.woff)
 }
 
-// read runs readEntry on a read worker, or inline when disabled. A full
-// read queue is a miss; so is a read that has not finished ReadTimeout
-// after it was queued (the job is abandoned to its worker).
-func (rt *ioRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
+// read loads the entry at index value v (Engine.load) on a read worker,
+// or inline when disabled; on true the caller owns l.buf. A full read
+// queue is a miss; so is a read that has not finished ReadTimeout after
+// it was queued (the job is abandoned to its worker).
+func (rt *ioRuntime) read(h, v uint64) (l loaded, ok bool) {
 	if rt.reads == nil {
-		return rt.e.readEntry(h, v, key, dst)
+		return rt.e.load(h, v)
 	}
 	j := readJobs.Get().(*readJob)
-	j.h, j.v, j.key, j.dst = h, v, key, dst
+	j.h, j.v = h, v
 	j.state.Store(jobPending)
 	select {
 	case rt.reads <- j:
@@ -223,7 +217,7 @@ func (rt *ioRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
 		if rt.deviceStuck() {
 			rt.e.deviceFailed("disk: disk read queue full behind a stuck read; served as a miss", "timeout", rt.e.opts.ReadTimeout)
 		}
-		return dst, 0, false
+		return l, false
 	}
 	j.timer.Reset(rt.e.opts.ReadTimeout)
 	select {
@@ -231,13 +225,13 @@ func (rt *ioRuntime) read(h, v uint64, key, dst []byte) ([]byte, int64, bool) {
 		j.timer.Stop()
 	case <-j.timer.C:
 		if rt.abandon(j) {
-			return dst, 0, false
+			return l, false
 		}
 		<-j.done
 	}
-	out, expiry, ok := j.dst, j.expiry, j.ok
+	l, ok = j.l, j.ok
 	j.free()
-	return out, expiry, ok
+	return l, ok
 }
 
 // abandon leaves j to its worker if the worker has not begun delivering,
@@ -284,43 +278,4 @@ func stuckAfter(readTimeout time.Duration) time.Duration {
 func (rt *ioRuntime) stop() {
 	close(rt.stopCh)
 	rt.wg.Wait()
-}
-
-// bufPool keeps aligned read buffers in power-of-two size classes from
-// one block up. Buffers above poolMax are not kept. poolMax must hold
-// a whole slice entry: the proxy's 1MiB slices plus their key and header
-// round up to the 2MiB class, and when that class was not kept every disk
-// read of a slice allocated 2MiB (5.3GB in 8s of a load test serving large
-// objects as slices from disk, and an OOM kill in a 192MiB cgroup).
-type bufPool struct {
-	bs    int
-	pools [24]sync.Pool
-}
-
-type aligned struct{ b []byte }
-
-const poolMax = 4 << 20
-
-func (p *bufPool) class(n int) int {
-	k := 0
-	for p.bs<<k < n {
-		k++
-	}
-	return k
-}
-
-func (p *bufPool) get(n int) *aligned {
-	k := p.class(n)
-	if k < len(p.pools) {
-		if x := p.pools[k].Get(); x != nil {
-			return x.(*aligned)
-		}
-	}
-	return &aligned{b: blockdev.AlignedBuffer(p.bs<<k, p.bs)}
-}
-
-func (p *bufPool) put(a *aligned) {
-	if k := p.class(len(a.b)); len(a.b) <= poolMax && k < len(p.pools) {
-		p.pools[k].Put(a)
-	}
 }

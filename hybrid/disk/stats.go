@@ -53,6 +53,8 @@ type Stats struct {
 	OutOfService   uint64 // times the disk was taken out of service
 	Online         bool   // the disk is in service
 	AbandonedReads int64  // reads whose Get timed out, still held by a worker or the read queue
+	ReadBuffersOut int64  // aligned read buffers out of their pool: held by Values (Lend) or reads in progress
+	BadReleases    uint64 // read buffer returns refused: a Value released twice, or copied (a bug)
 
 	Entries       int   // index entries
 	IndexBytes    int   // memory of the index (its slot tables)
@@ -97,6 +99,7 @@ func (e *Engine) Stats() Stats {
 		RecoveryDamaged:  c.recDamaged.Load(),
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
 		OutOfService: c.outOfService.Load(), Online: !e.health.down(), AbandonedReads: e.rt.abandoned.Load(),
+		ReadBuffersOut: e.bufs.out.Load(), BadReleases: e.bufs.bad.Load(),
 		Entries: e.ix.len(), IndexBytes: e.ix.footprint(), PendingKeys: e.pending.len(), QueuedBytes: e.queued.Load(),
 		CleanRegions: clean, SealedRegions: sealed, Regions: e.lay.regionCount, Filling: boolInt(e.Filling()),
 	}

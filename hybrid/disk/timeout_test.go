@@ -166,7 +166,9 @@ func (d *slowDev) ReadAt(p []byte, off int64) (int, error) {
 // TestReadTimeoutRace: Gets whose reads finish right around the deadline,
 // each followed by the caller overwriting its buffer: every hit is the
 // exact value, and no worker writes into a buffer its Get has left (the
-// race detector watches the hand-over).
+// race detector watches the hand-over). Half the goroutines Lend instead:
+// a lent buffer is the exact value, and every read buffer, lent or left
+// behind by a timed-out Lend, goes back to the pool once (closeT).
 func TestReadTimeoutRace(t *testing.T) {
 	dev := &slowDev{Device: newMem(t, 16<<20), rng: rand.New(rand.NewPCG(1, 2))}
 	o := testOpts()
@@ -178,8 +180,17 @@ func TestReadTimeoutRace(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			dst := make([]byte, 0, 4096)
+			var lent Value
+			defer lent.Release()
 			for i := range 100 {
 				k := keyN("r", (g+i)%16)
+				if g%2 == 1 {
+					_, ok := e.Lend(k, &lent)
+					if ver, whole := checkWhole(k, lent.Bytes()); ok && (!whole || ver != 1) {
+						t.Errorf("%s: wrong bytes lent", k)
+					}
+					continue
+				}
 				v, ok := e.Get(k, dst[:0])
 				if ver, whole := checkWhole(k, v); ok && (!whole || ver != 1) {
 					t.Errorf("%s: wrong bytes", k)
