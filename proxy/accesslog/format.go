@@ -245,12 +245,12 @@ func appendStatus(dst []byte, s int) []byte {
 }
 
 func appendMillis(dst []byte, d time.Duration) []byte {
-	d = max(d, 0)
-	us, rem := d/time.Microsecond, d%time.Microsecond
+	ns := uint64(max(d, 0)) // unsigned: division by a constant without sign fixes
+	us, rem := ns/1000, ns%1000
 	if rem == 500 || us >= 1<<40 {
 		// A tie (or a duration of years): the float's rounding decides,
 		// as it always did.
-		return strconv.AppendFloat(dst, float64(d)/1e6, 'f', 3, 64)
+		return strconv.AppendFloat(dst, float64(ns)/1e6, 'f', 3, 64)
 	}
 	if rem > 500 {
 		us++
@@ -258,7 +258,7 @@ func appendMillis(dst []byte, d time.Duration) []byte {
 	if whole := us / 1000; whole < 10 {
 		dst = append(dst, byte('0'+whole)) // under 10 ms: most requests
 	} else {
-		dst = strconv.AppendInt(dst, int64(whole), 10)
+		dst = strconv.AppendUint(dst, whole, 10)
 	}
 	f := us % 1000
 	return append(dst, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
