@@ -91,3 +91,21 @@ func TestAppendMillis(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapersEveryByteEveryPlace: each byte value at each place of a
+// string of whole words and a tail is escaped as byte at a time would
+// (the word-at-a-time scan must stop at any of them).
+func TestEscapersEveryByteEveryPlace(t *testing.T) {
+	for c := range 256 {
+		for at := range 19 {
+			b := []byte("abcdefghijklmnopqrs")
+			b[at] = byte(c)
+			if got, want := appendEscaped(nil, b), escapedByByte(nil, b); string(got) != string(want) {
+				t.Fatalf("appendEscaped(%q) = %q, want %q", b, got, want)
+			}
+			if got, want := appendJSONString(nil, b2s(b)), jsonByByte(nil, b); string(got) != string(want) {
+				t.Fatalf("appendJSONString(%q) = %q, want %q", b, got, want)
+			}
+		}
+	}
+}
