@@ -223,6 +223,9 @@ func (s *Server) compressLater(f *fill) {
 		s.cz.skipped.Inc()
 		return
 	}
+	f.mu.Lock()
+	f.noPool = true // the job borrows the headers and the primary key (fill_pool.go)
+	f.mu.Unlock()
 	j := &compressJob{obj: f.obj, pkey: f.rv.pkey, expiry: f.expiry}
 	if !sliced {
 		j.obj.Body = append([]byte(nil), f.obj.Body...)

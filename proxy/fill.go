@@ -46,7 +46,9 @@ import (
 // A fill is one origin fetch shared by every request for its key that
 // arrives while it runs (request coalescing). It is run by its own
 // goroutine, owned by the Server (wg, ended by Close through s.lives), with
-// a context of its own: no client's disconnect cancels it.
+// a context of its own: no client's disconnect cancels it. Every holder of
+// a *fill holds a reference; the last release recycles the fill with its
+// buffers (fill_pool.go, which states what may borrow them and until when).
 //
 // Body buffering: the fill keeps a window of FillWindow slice buffers;
 // slice i lives in slot i%FillWindow. Buffers come from slabPool and grow
@@ -91,6 +93,7 @@ type fill struct {
 
 	obj      object // the record being built; obj.Headers borrow hdrBuf
 	hdrBuf   []byte
+	hdrKVs   []headerKV         // obj.Headers' array, kept for reuse (fill_pool.go)
 	handOff  *fasthttp.Response // fillPrivate: the origin response, for the leader
 	declared int64              // origin Content-Length, or <0 when unknown
 	received int64
@@ -114,6 +117,12 @@ type fill struct {
 	// life is the fill's context: FillTimeout, and the Server's Close
 	// (fill_life.go).
 	life opLife
+	// r0 is the first reader (addReader), r0Used whether it was given out.
+	r0     fillReader
+	r0Used bool
+	// noPool: something may use the fill after its last reference is
+	// dropped; it is left to the garbage collector (fill_pool.go).
+	noPool bool
 }
 
 type fillState uint8
@@ -198,10 +207,11 @@ func (fm *fillMap) joinSince(s *Server, key []byte, m fillMark) (f *fill, leader
 	}
 	// None, or one that has ended but not yet left the map: a new fill
 	// replaces it (remove deletes only its own entry).
-	f = &fill{s: s, key: append([]byte(nil), key...), refs: 2, declared: -1}
-	f.skey = f.key
-	f.cond.L = &f.mu
-	sh.m[string(f.key)] = f
+	if f != nil {
+		delete(sh.m, string(key)) // the map's key string is the new fill's (mapKey)
+	}
+	f = acquireFill(s, key)
+	sh.m[f.mapKey()] = f
 	return f, true, true
 }
 
@@ -361,9 +371,10 @@ func (s *Server) leadFill(f *fill, o *origin, req *fasthttp.Request, rp httpcach
 	}
 	if cl := resp.Header.ContentLength(); cl < 0 || cl > smallFillBytes {
 		inline = false
+		grp := rp // only this copy escapes: the inline path takes no allocation for rp
 		go func() {
 			defer s.endFill(f)
-			s.fillFrom(f, &req.Header, resp, &rp, reqTime, respTime)
+			s.fillFrom(f, &req.Header, resp, &grp, reqTime, respTime)
 			fasthttp.ReleaseRequest(req)
 		}()
 		return
@@ -444,6 +455,9 @@ func (s *Server) endFill(f *fill) {
 func (s *Server) closeFill(f *fill, p any) {
 	if p != nil {
 		s.opts.Logger.Error("proxy: fill panicked", "panic", p)
+		f.mu.Lock()
+		f.noPool = true // its state is whatever the panic left: not recycled
+		f.mu.Unlock()
 		f.fail(fmt.Errorf("proxy: fill panicked: %v", p))
 	}
 	f.life.finish()
@@ -544,7 +558,8 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
-	o.Headers, f.hdrBuf = copyResponseHeaders(&resp.Header, len(si.ETag)+httpDateLen)
+	f.hdrKVs, f.hdrBuf = appendResponseHeaders(f.hdrKVs[:0], f.hdrBuf[:0], &resp.Header, len(si.ETag)+httpDateLen)
+	o.Headers = f.hdrKVs
 	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
 		n := len(f.hdrBuf)
 		f.hdrBuf = fasthttp.AppendHTTPDate(f.hdrBuf, si.Date)
@@ -564,7 +579,10 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 	f.expiry = f.s.storeExpiry(si, respTime)
 	f.digesting = o.Status == fasthttp.StatusOK && !hasValidator(o)
 	w := f.s.opts.FillWindow
-	f.window, f.slotIdx = make([][]byte, w), make([]int, w)
+	if cap(f.window) < w || cap(f.slotIdx) < w {
+		f.window, f.slotIdx = make([][]byte, w), make([]int, w)
+	}
+	f.window, f.slotIdx = f.window[:w], f.slotIdx[:w]
 	for i := range f.slotIdx {
 		f.slotIdx[i] = -1
 	}
@@ -621,16 +639,17 @@ func (f *fill) waitHeaders(leader bool) (fillState, *fasthttp.Response, error) {
 	return f.state, resp, f.err
 }
 
-// release drops a reference; the last one returns the window's buffers.
+// release drops a reference; the last one returns the window's buffers
+// and the fill itself (fill_pool.go): the caller must not touch f after.
 func (f *fill) release() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.refs--
 	if f.waiting {
 		f.waiting = false
 		f.cond.Broadcast()
 	}
 	if f.refs > 0 {
+		f.mu.Unlock()
 		return
 	}
 	for i, b := range f.window {
@@ -641,5 +660,10 @@ func (f *fill) release() {
 		f.handOff.CloseBodyStream()
 		fasthttp.ReleaseResponse(f.handOff)
 		f.handOff = nil
+	}
+	pool := f.recycle()
+	f.mu.Unlock()
+	if pool {
+		fillPool.Put(f)
 	}
 }

@@ -89,6 +89,7 @@ func (f *fill) takeSlot(ctx context.Context, slot, idx int) error {
 // REQUIRES: f.mu held.
 func (f *fill) wakeAt(d time.Duration) {
 	if f.lagTimer == nil {
+		f.noPool = true // the callback may run after the last release
 		f.lagTimer = time.AfterFunc(d, func() {
 			f.mu.Lock()
 			f.cond.Broadcast()

@@ -44,8 +44,7 @@ func (f *fill) newReader() *fillReader {
 		f.release()
 		return nil
 	}
-	r := &fillReader{f: f, scIdx: -1}
-	f.readers = append(f.readers, r)
+	r := f.addReader(0)
 	f.mu.Unlock()
 	return r
 }
@@ -306,6 +305,7 @@ func (r *fillReader) resume(p []byte) (int, error) {
 func (r *fillReader) openRecord() error {
 	f := r.f
 	f.mu.Lock()
+	f.noPool = true // the slice source may borrow the fill's object past the last release
 	if !r.detached {
 		r.detached = true
 		f.cond.Broadcast() // the fill may be waiting for us

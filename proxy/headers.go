@@ -36,6 +36,12 @@ const httpDateLen = len("Mon, 02 Jan 2006 15:04:05 GMT")
 // kvs with room for one more field, buf for extra more bytes (what a
 // caller adds: a Date, an ETag).
 func copyResponseHeaders(src *fasthttp.ResponseHeader, extra int) ([]headerKV, []byte) {
+	return appendResponseHeaders(nil, nil, src, extra)
+}
+
+// appendResponseHeaders is copyResponseHeaders into kvs and buf (both
+// empty) when their capacities suffice, as a recycled fill's do.
+func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader, extra int) ([]headerKV, []byte) {
 	conn := connectionValue(src)
 	n, size := 0, extra
 	for k, v := range src.All() {
@@ -43,7 +49,12 @@ func copyResponseHeaders(src *fasthttp.ResponseHeader, extra int) ([]headerKV, [
 			n, size = n+1, size+len(k)+len(v)
 		}
 	}
-	kvs, buf := make([]headerKV, 0, n+1), make([]byte, 0, size)
+	if cap(kvs) < n+1 {
+		kvs = make([]headerKV, 0, n+1)
+	}
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
 	for k, v := range src.All() {
 		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredHeader {
 			continue

@@ -203,8 +203,7 @@ func (f *fill) newReaderAt(pos int64) *fillReader {
 		f.release()
 		return nil
 	}
-	r := &fillReader{f: f, scIdx: -1, pos: pos}
-	f.readers = append(f.readers, r)
+	r := f.addReader(pos)
 	f.wakeForReaders() // it counted at 0 while it was only joined
 	f.mu.Unlock()
 	return r

@@ -57,7 +57,7 @@ type fillReval struct {
 // prepareFill gives the fill (led by this request) the primary key and the
 // stored record it revalidates, if any.
 func (s *Server) prepareFill(f *fill, st *reqState) {
-	f.rv.pkey = append([]byte(nil), st.pkey...)
+	f.rv.pkey = append(f.rv.pkey[:0], st.pkey...)
 	f.skey = f.key
 	if !st.have {
 		return

@@ -302,7 +302,7 @@ func (s *Server) adoptFill(sf *sliceFetch, req *fasthttp.RequestHeader, resp *fa
 	}
 	// As prepareFill does for a handler-led fill: the object's own key is
 	// the primary key (a Vary in this 200 turns it into a variant).
-	f.rv.pkey = append([]byte(nil), sf.key...)
+	f.rv.pkey = append(f.rv.pkey[:0], sf.key...)
 	f.skey = f.key
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()

@@ -1,0 +1,6 @@
+//go:build !race
+
+package proxy
+
+// poisonRecycled: see fillPool.
+const poisonRecycled = false

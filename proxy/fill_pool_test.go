@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestOpLifeRestart: a finished life starts again with its timer reset,
+// and an expiry left over from its earlier use (a callback that ran late)
+// does not end the new one; one past the new deadline does.
+func TestOpLifeRestart(t *testing.T) {
+	var set lifeSet
+	var l opLife
+	l.start(&set, context.Background(), time.Hour)
+	timer := l.timer
+	l.finish()
+	l.start(&set, context.Background(), time.Hour)
+	if l.timer != timer {
+		t.Fatal("the restarted life allocated a new timer")
+	}
+	if l.Err() != nil {
+		t.Fatalf("restarted life: Err %v, want nil", l.Err())
+	}
+	l.expire() // the first life's callback, running late
+	if l.Err() != nil {
+		t.Fatalf("a stale expiry ended the restarted life: %v", l.Err())
+	}
+	l.mu.Lock()
+	l.deadline = time.Now().Add(-time.Second)
+	l.mu.Unlock()
+	l.expire()
+	if l.Err() != context.DeadlineExceeded {
+		t.Fatalf("expiry past the deadline: Err %v, want DeadlineExceeded", l.Err())
+	}
+	l.finish()
+}
+
+// TestFillRecycleResets: a recycled fill is a fresh one but for the locks
+// and the life (which late timer callbacks may still take), its scratch
+// key array, and the emptied buffers it keeps. A field added to fill and
+// not reset by recycle fails here.
+func TestFillRecycleResets(t *testing.T) {
+	f := acquireFill(new(Server), []byte("key"))
+	f.rv.pkey = append(f.rv.pkey, "pkey"...)
+	f.hdrKVs = append(f.hdrKVs, headerKV{Key: []byte("A"), Value: []byte("b")})
+	f.hdrBuf = append(f.hdrBuf, "Ab"...)
+	f.window, f.slotIdx = make([][]byte, 4), []int{0, -1, -1, -1}
+	f.digests = append(f.digests, 1, 2)
+	f.obj.Status, f.state, f.done, f.storing, f.received, f.declared = 200, fillShared, true, true, 3, 3
+	f.compress, f.large, f.waiting, f.digesting, f.unpaced = true, true, true, true, true
+	f.err, f.expiry, f.inserted = errNoReaders, time.Now(), 1
+	f.mu.Lock()
+	f.addReader(0)
+	f.addReader(5)
+	f.refs = 0
+	f.mu.Unlock()
+	f.readers = f.readers[:0]
+	f.mu.Lock()
+	if !f.recycle() {
+		t.Fatal("not recycled")
+	}
+	f.mu.Unlock()
+	kept := map[string]bool{"mu": true, "cond": true, "life": true, "kb": true}
+	emptied := map[string]bool{"key": true, "hdrBuf": true, "hdrKVs": true, "window": true, "slotIdx": true, "readers": true, "digests": true}
+	v := reflect.ValueOf(f).Elem()
+	for i := range v.NumField() {
+		name, fv := v.Type().Field(i).Name, v.Field(i)
+		switch {
+		case kept[name]:
+		case emptied[name]:
+			if fv.Len() != 0 {
+				t.Errorf("recycled fill: %s has length %d", name, fv.Len())
+			}
+		case name == "rv":
+			if len(f.rv.pkey) != 0 || !reflect.DeepEqual(f.rv, fillReval{pkey: f.rv.pkey}) {
+				t.Errorf("recycled fill: rv %+v", f.rv)
+			}
+		case !fv.IsZero():
+			t.Errorf("recycled fill: %s not reset", name)
+		}
+	}
+	for _, r := range f.readers[:cap(f.readers)] {
+		if r != nil {
+			t.Error("recycled fill keeps a reader")
+		}
+	}
+	f.noPool = true
+	f.mu.Lock()
+	if f.recycle() {
+		t.Error("a noPool fill was recycled")
+	}
+	f.mu.Unlock()
+}
