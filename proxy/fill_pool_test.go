@@ -95,6 +95,21 @@ func TestFillRecycleResets(t *testing.T) {
 	f.mu.Unlock()
 }
 
+// TestFillRecycleCapsDigests: a recycled fill does not keep the digest
+// buffer of a body of many slices (8 bytes a slice, unbounded), as it
+// keeps no oversized key, header or reader buffer.
+func TestFillRecycleCapsDigests(t *testing.T) {
+	f := acquireFill(new(Server), []byte("key"))
+	f.digests = make([]byte, 0, 1<<20) // a 64 GiB body's, in 512 KiB slices
+	f.mu.Lock()
+	f.refs = 0
+	f.recycle()
+	f.mu.Unlock()
+	if cap(f.digests) >= 1<<20 {
+		t.Fatalf("recycled fill keeps %d bytes of digests", cap(f.digests))
+	}
+}
+
 // blockingBody is an origin body whose close (by a life's end) blocks
 // until released.
 type blockingBody struct{ entered, release chan struct{} }
