@@ -37,6 +37,11 @@ type opLife struct {
 
 	set        *lifeSet
 	prev, next *opLife // in set's shard, under its lock
+	// gen counts l's starts (a recycled fill's life starts again), so
+	// that cancelAll ends only the use of l it found in its set. Written
+	// under mu by start before set.add; cancelAll reads it under the
+	// shard's lock while l is in the set.
+	gen uint64
 }
 
 // start begins l's life of d within set, whose owner's context is parent:
@@ -47,6 +52,7 @@ func (l *opLife) start(set *lifeSet, parent context.Context, d time.Duration) {
 	l.mu.Lock()
 	l.deadline = time.Now().Add(d)
 	l.err, l.done = nil, nil
+	l.gen++
 	l.mu.Unlock()
 	l.set = set
 	set.add(l)
@@ -69,7 +75,7 @@ func (l *opLife) start(set *lifeSet, parent context.Context, d time.Duration) {
 // passed: a timer armed for an earlier life of l may fire after that life
 // finished and the next one started (time.Timer.Stop does not wait for a
 // running callback).
-func (l *opLife) expire() { l.endIf(context.DeadlineExceeded, true) }
+func (l *opLife) expire() { l.endIf(context.DeadlineExceeded, true, 0) }
 
 // finish ends l (Err is Canceled from now on, as after a context's
 // cancel) and takes it out of its set. The owner calls it once, last.
@@ -82,12 +88,13 @@ func (l *opLife) finish() {
 
 // end ends l with err unless it has ended already; the watched body is
 // closed and its waiters woken outside l's lock.
-func (l *opLife) end(err error) { l.endIf(err, false) }
+func (l *opLife) end(err error) { l.endIf(err, false, 0) }
 
-// endIf is end, and when due, only once l's deadline has passed.
-func (l *opLife) endIf(err error, due bool) {
+// endIf is end, and when due, only once l's deadline has passed; when
+// gen is not 0, only while l is the use of it that began as gen.
+func (l *opLife) endIf(err error, due bool, gen uint64) {
 	l.mu.Lock()
-	if l.err != nil || (due && time.Now().Before(l.deadline)) {
+	if l.err != nil || (due && time.Now().Before(l.deadline)) || (gen != 0 && gen != l.gen) {
 		l.mu.Unlock()
 		return
 	}
@@ -200,18 +207,23 @@ func (s *lifeSet) remove(l *opLife) {
 // cancelAll ends every life in the set (Close, after the Server's
 // context ended: a life that starts later sees that and ends at once).
 // The ends run outside the shards' locks: a body close may wait for a
-// read to return.
+// read to return. Meanwhile a life may finish and start again for a
+// recycled fill, maybe another Server's: only the use found is ended.
 func (s *lifeSet) cancelAll() {
-	var all []*opLife
+	type found struct {
+		l   *opLife
+		gen uint64
+	}
+	var all []found
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for l := sh.head; l != nil; l = l.next {
-			all = append(all, l)
+			all = append(all, found{l, l.gen})
 		}
 		sh.mu.Unlock()
 	}
-	for _, l := range all {
-		l.end(context.Canceled)
+	for _, x := range all {
+		x.l.endIf(context.Canceled, false, x.gen)
 	}
 }

@@ -40,6 +40,7 @@ const (
 	maxPooledHeaders     = 64
 	maxPooledKey         = 1 << 10
 	maxPooledReaders     = 16
+	maxPooledDigests     = 8 << 10 // 1024 slices' digests
 )
 
 // acquireFill returns a fill for key with references for its leader and
@@ -115,7 +116,10 @@ func (f *fill) recycle() bool {
 	if cap(readers) <= maxPooledReaders {
 		f.readers = readers
 	}
-	f.window, f.slotIdx, f.digests = window, slotIdx, digests
+	if cap(digests) <= maxPooledDigests {
+		f.digests = digests
+	}
+	f.window, f.slotIdx = window, slotIdx
 	return true
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -92,4 +93,64 @@ func TestFillRecycleResets(t *testing.T) {
 		t.Error("a noPool fill was recycled")
 	}
 	f.mu.Unlock()
+}
+
+// TestFillRecycleCapsDigests: a recycled fill does not keep the digest
+// buffer of a body of many slices (8 bytes a slice, unbounded), as it
+// keeps no oversized key, header or reader buffer.
+func TestFillRecycleCapsDigests(t *testing.T) {
+	f := acquireFill(new(Server), []byte("key"))
+	f.digests = make([]byte, 0, 1<<20) // a 64 GiB body's, in 512 KiB slices
+	f.mu.Lock()
+	f.refs = 0
+	f.recycle()
+	f.mu.Unlock()
+	if cap(f.digests) >= 1<<20 {
+		t.Fatalf("recycled fill keeps %d bytes of digests", cap(f.digests))
+	}
+}
+
+// blockingBody is an origin body whose close (by a life's end) blocks
+// until released.
+type blockingBody struct{ entered, release chan struct{} }
+
+func (b *blockingBody) Read([]byte) (int, error) { return 0, nil }
+
+func (b *blockingBody) CloseWithError(error) error {
+	close(b.entered)
+	<-b.release
+	return nil
+}
+
+// TestCancelAllSparesRestartedLife: a life that Close's walk found in its
+// Server's set, but that finished and started again (a recycled fill's,
+// here in another Server's set) before the walk reached it, is not ended
+// by that walk.
+func TestCancelAllSparesRestartedLife(t *testing.T) {
+	var setA, setB lifeSet
+	var lives [2]opLife
+	first, second := &lives[0], &lives[1]
+	if setA.shard(first) > setA.shard(second) {
+		first, second = second, first
+	}
+	// cancelAll walks shards in order, each from its head: first (added
+	// last) is ended before second.
+	bg := context.Background()
+	second.start(&setA, bg, time.Hour)
+	first.start(&setA, bg, time.Hour)
+	body := &blockingBody{entered: make(chan struct{}), release: make(chan struct{})}
+	var mu sync.Mutex
+	first.watch(body, sync.NewCond(&mu))
+	done := make(chan struct{})
+	go func() { defer close(done); setA.cancelAll() }()
+	<-body.entered // the walk holds both lives and is ending the first
+	second.finish()
+	second.start(&setB, bg, time.Hour)
+	close(body.release)
+	<-done
+	if err := second.Err(); err != nil {
+		t.Fatalf("a life restarted in another set was ended by the old set's walk: %v", err)
+	}
+	second.finish()
+	first.finish()
 }

@@ -204,8 +204,9 @@ func (s *Server) serveFillRanged(ctx *fasthttp.RequestCtx, o *origin, cs cacheSt
 		s.serveFill(ctx, f, o, cs)
 		return
 	case fasthttp.StatusRequestedRangeNotSatisfiable:
+		size := f.declared // f may be recycled once released
 		f.release()
-		s.writeUnsatisfied(ctx, f.declared, cs)
+		s.writeUnsatisfied(ctx, size, cs)
 		return
 	}
 	if f.farAhead(rs[0].Start) {
