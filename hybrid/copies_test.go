@@ -72,12 +72,16 @@ func drain(t testing.TB, e *disk.Engine) {
 // The bound, ≤ 1.1 copies per inserted byte from fill to disk,
 // is met on the disk side: an evicted byte is copied about once (the
 // flusher keeps up here, as under admission's rate; paced, the test
-// waits for the queue to drain every 4 MiB inserted). Before, it was
-// copied twice (memory blocks → queued item → write buffer).
+// waits for the queue to drain every 1 MiB inserted: 1.02–1.03, what is
+// left being mostly each region's last entry, which finds the region's
+// tail too short). Before, it was copied twice (memory blocks → queued
+// item → write buffer). Flat out (logged, not checked) the writer
+// outruns the device and the queue takes what the buffers cannot:
+// 1.1–1.6.
 //
 // The whole chain is not there yet: Insert's copy into the memory tier
 // (1.0 per byte) is the other. A byte that reaches the disk is copied
-// about 2.05 times (it was 3); to reach 1.1 the proxy's fill must land the
+// about 2.03 times (it was 3); to reach 1.1 the proxy's fill must land the
 // body in the entry's blocks as it arrives from the origin (a reservation
 // filled by the socket reads), not in a fill buffer that InsertParts then
 // copies. The test holds the chain to its current figure, 2.1.
@@ -91,7 +95,7 @@ func TestInsertCopies(t *testing.T) {
 				binary.LittleEndian.PutUint64(v, uint64(i))
 				c.InsertParts(fmt.Appendf(nil, "https://origin/obj/%06d", i), v[:512], v[512:], nil, time.Time{})
 				inserted += int64(len(v))
-				if sinceDrain += int64(len(v)); paced && sinceDrain >= 4<<20 {
+				if sinceDrain += int64(len(v)); paced && sinceDrain >= 1<<20 {
 					drain(t, e)
 					sinceDrain = 0
 				}

@@ -8,8 +8,10 @@ package disk
 // the flusher keeps up.
 //
 // It is taken only when it changes nothing the queued path guarantees:
-//   - the flusher is idle (Insert gets f.mu with TryLock: never waits)
-//     and has a filling buffer with room for the entry and its record;
+//   - the flusher is idle (Insert gets f.mu with TryLock: never waits;
+//     the flusher lets go of it only asleep, or to checksum and submit a
+//     batch with no item in hand) and has a filling buffer with room for
+//     the entry and its record;
 //   - the flusher's queue is empty, checked again under the key's pending
 //     shard lock just before the sequence is assigned. Every earlier
 //     operation of the key was made pending, and queued, under that lock:
@@ -44,7 +46,7 @@ func (e *Engine) tryDirect(h uint64, key, value []byte, vlen int, exp int64, siz
 	}
 	defer f.mu.Unlock()
 	b := f.cur
-	if b == nil || !b.fits(size) || !f.q.empty() {
+	if b == nil || f.taking || !b.fits(size) || !f.q.empty() {
 		return directNone
 	}
 	off := b.end
@@ -81,10 +83,10 @@ func (e *Engine) tryDirect(h uint64, key, value []byte, vlen int, exp int64, siz
 	wake := len(b.items) == 0 && e.opts.FlushDelay < 0
 	f.place(b, it, size)
 	s.mu.Unlock()
-	if !b.fits(size) {
-		// The next entry like this one would not fit: the flusher writes
-		// the batch now and opens its other buffer, so that the next
-		// Insert finds room rather than queueing a copy.
+	if !b.fits(2*size) || !b.fits(len(b.data)/8) {
+		// The next entry may well not fit (sizes vary): the flusher
+		// writes the batch now and opens its other buffer, so that the
+		// next Insert finds room rather than queueing a copy.
 		f.full, wake = true, true
 	}
 	if wake {

@@ -103,7 +103,7 @@ package disk
 // operation of its key. The flusher adds pad and checksum when it
 // finishes the batch, off the caller's locks. So an evicted value is
 // copied once on its way to the device while the flushers keep up
-// (TestInsertCopies: 1.03–1.06 copies per byte, paced; 1.1–1.4 flat out,
+// (TestInsertCopies: 1.02–1.03 copies per byte, paced; 1.1–1.6 flat out,
 // where the queue takes what a full buffer cannot), twice otherwise.
 //
 // Each flusher owns two aligned buffers of BufferSize. It serialises every

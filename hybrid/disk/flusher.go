@@ -39,6 +39,7 @@ type flusher struct {
 	timer    *time.Timer
 	due      bool // the filling buffer waited long enough
 	full     bool // a direct insert found the filling buffer nearly full: write it
+	taking   bool // items taken from the queue are being put in buffers
 	stopping bool // stop was closed: drain and exit
 }
 
@@ -51,7 +52,7 @@ type buf struct {
 	batchOff  int   // offset of the batch header in data
 	end       int   // next entry offset in data
 	limit     int   // usable bytes of data for this batch
-	wlen      int   // bytes to write (block aligned), set by finish
+	wlen      int   // bytes to write (block aligned), set by write
 	woff      int64 // device offset of the write
 	recs      []record
 	items     []*item
@@ -113,10 +114,12 @@ func (f *flusher) loop() (done bool) {
 	}()
 	for {
 		items := f.q.take(f.spare)
+		f.taking = len(items) > 0
 		for i, it := range items {
 			f.add(it)
 			items[i] = nil
 		}
+		f.taking = false
 		f.spare = items
 		if f.cur != nil && len(f.cur.items) > 0 && f.fly == nil && (f.due || f.full || f.e.opts.FlushDelay < 0) {
 			f.write()
@@ -275,7 +278,7 @@ func (f *flusher) open() bool {
 }
 
 // finish writes the index records and the batch header and pads the batch
-// to the block size.
+// to the block size (b.wlen, set by writeLen).
 func (b *buf) finish(e *Engine) {
 	for _, off := range b.unsealed {
 		sealEntry(b.data[off:])
@@ -289,8 +292,13 @@ func (b *buf) finish(e *Engine) {
 	h := batch{instance: e.inst, regionSeq: b.regionSeq, length: uint32(recEnd - b.batchOff),
 		count: uint32(len(b.recs)), recOff: uint32(recOff - b.batchOff)}
 	putBatchHeader(b.data[b.batchOff:], &h, b.data[recOff:recEnd])
-	b.wlen = int(alignUp(int64(recEnd), e.lay.blockSize))
 	clear(b.data[recEnd:b.wlen])
+}
+
+// writeLen is the bytes b's write takes: its entries and index records,
+// padded to the block size.
+func (b *buf) writeLen(e *Engine) int {
+	return int(alignUp(int64(b.end+len(b.recs)*indexRecordSize), e.lay.blockSize))
 }
 
 // write finishes the filling buffer and starts its write, after the
@@ -305,17 +313,38 @@ func (f *flusher) write() {
 	if b == nil || len(b.items) == 0 {
 		return
 	}
-	b.finish(f.e)
+	b.wlen = b.writeLen(f.e)
 	f.cursor += int64(b.wlen)
 	if f.cursor >= f.e.lay.regionSize {
 		b.seals = true
 		f.hasRegion = false
 	}
 	f.fly = b
-	f.e.rt.write(b, f.e.lay.regionBase(b.region)+b.start)
 	if f.hasRegion {
 		f.open() // at once, so that Insert's direct path finds room (never blocks: a region is held)
 	}
+	off := f.e.lay.regionBase(b.region) + b.start
+	if f.taking {
+		b.finish(f.e)
+		f.e.rt.write(b, off)
+		return
+	}
+	// Checksums and the write without f.mu: b is out of Insert's reach
+	// now, and an idle flusher with nothing in hand lets the direct path
+	// fill the new buffer meanwhile.
+	f.unlocked(func() {
+		b.finish(f.e)
+		f.e.rt.write(b, off)
+	})
+}
+
+// unlocked runs fn without f.mu. REQUIRES: f.mu held; no item in hand
+// (taken from the queue and not yet in a buffer): Insert's direct path
+// would pass it.
+func (f *flusher) unlocked(fn func()) {
+	f.mu.Unlock()
+	defer f.mu.Lock() // also when fn panics: loop's recovery unlocks
+	fn()
 }
 
 // retire gives up the current region (its tail cannot hold the next
