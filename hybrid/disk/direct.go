@@ -83,7 +83,7 @@ func (e *Engine) tryDirect(h uint64, key, value []byte, vlen int, exp int64, siz
 	wake := len(b.items) == 0 && e.opts.FlushDelay < 0
 	f.place(b, it, size)
 	s.mu.Unlock()
-	if !b.fits(2*size) || !b.fits(len(b.data)/8) {
+	if !b.fits(2*size) || !b.fits(b.limit/8) {
 		// The next entry may well not fit (sizes vary): the flusher
 		// writes the batch now and opens its other buffer, so that the
 		// next Insert finds room rather than queueing a copy.
