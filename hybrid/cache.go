@@ -209,9 +209,10 @@ func insertParts(e *disk.Engine, key, head, body, tail []byte, expiry time.Time)
 // onEvict is the memory tier's OnEvict under WriteOnEviction. It runs under
 // a memory shard lock: disk.Engine.InsertFromLater never blocks, asks
 // admission with the key and size first, and only then copies the value,
-// once, from the memory tier's blocks into its write queue (gathering
-// every evicted value before admission refused about half of them took
-// 15% of the process's CPU). The flusher is not woken under the lock:
+// once, from the memory tier's blocks into a flusher's write buffer, or
+// into its write queue when the flusher is busy (disk/direct.go).
+// Gathering every evicted value before admission refused about half of
+// them took 15% of the process's CPU. The flusher is not woken under the lock:
 // every call that may evict (Insert, promote) kicks every engine after
 // it (devices.kick).
 func (c *Cache) onEvict(ev memory.Evicted) {

@@ -116,7 +116,9 @@ func (e *Engine) Insert(key, value []byte, expiry time.Time) bool {
 // reports the bytes it copied; if they are not vlen the entry is dropped
 // like a refused one. The memory tier's eviction uses it so that an entry
 // admission refuses is never copied, and one it admits is copied once,
-// from the memory tier's blocks straight into the write queue.
+// from the memory tier's blocks straight into a flusher's write buffer
+// when the flusher is idle with room (else into the write queue, and
+// again by the flusher).
 func (e *Engine) InsertFrom(key []byte, vlen int, expiry time.Time, fill func(dst []byte) int) bool {
 	return e.insert(key, nil, vlen, expiry, fill, insertNow)
 }
@@ -148,8 +150,8 @@ func EntrySize(klen, vlen int) int { return entrySize(klen, vlen) }
 //   - it asks Options.Admission with the key's hash and the entry's size
 //     before anything is copied: a refused entry costs no copy;
 //   - it calls fill at most once, before it returns, with len(dst) ==
-//     vlen, to copy the value straight into the write queue; fill must
-//     not call back into the Engine;
+//     vlen, to copy the value straight into a flusher's buffer or the
+//     write queue; fill must not call back into the Engine;
 //   - it returns whether the entry was queued (false, counted, for every
 //     reason Insert may drop one);
 //   - the flusher of a queued entry may not be woken before the next
@@ -204,22 +206,40 @@ func (e *Engine) insert(key, value []byte, vlen int, expiry time.Time, fill func
 		e.queued.Add(-int64(size))
 		e.c.dropQueue.Add(1)
 	default:
-		it := newItem(len(key) + vlen)
-		it.hash, it.expiry, it.klen, it.size = h, exp, len(key), int64(size)
-		k := copy(it.kv, key)
-		if fill == nil {
-			copy(it.kv[k:], value)
-		} else if fill(it.kv[k:]) != vlen {
-			freeItem(it)
+		switch e.tryDirect(h, key, value, vlen, exp, size, fill, mode) {
+		case directPlaced:
+			return true
+		case directFill:
 			e.queued.Add(-int64(size))
 			e.c.dropFill.Add(1)
-			break
+		default:
+			if e.queueCopy(h, key, value, vlen, exp, size, fill, mode) {
+				return true
+			}
 		}
-		e.submit(it, mode == insertLater)
-		return true
 	}
 	e.hide(h)
 	return false
+}
+
+// queueCopy queues a copy of the entry for its flusher (the path when
+// tryDirect cannot place it); false if fill copied the wrong length.
+// size is already charged to the queue bound.
+func (e *Engine) queueCopy(h uint64, key, value []byte, vlen int, exp int64, size int, fill func([]byte) int, mode insertMode) bool {
+	it := newItem(len(key) + vlen)
+	it.hash, it.expiry, it.klen, it.size = h, exp, len(key), int64(size)
+	k := copy(it.kv, key)
+	if fill == nil {
+		copy(it.kv[k:], value)
+	} else if fill(it.kv[k:]) != vlen {
+		freeItem(it)
+		e.queued.Add(-int64(size))
+		e.c.dropFill.Add(1)
+		return false
+	}
+	e.c.copiedToQueue.Add(uint64(vlen))
+	e.submit(it, mode == insertLater)
+	return true
 }
 
 // admit asks Options.Admission (non-nil) about an Insert: with the

@@ -64,21 +64,35 @@ func (h *entry) tombstone() bool { return h.flags&entryFlagTomb != 0 }
 func encodeEntry(dst []byte, h *entry, key, value []byte) int {
 	n := entrySize(len(key), len(value))
 	b := dst[:n]
+	putEntryHeader(b, h, len(key), len(value))
+	end := entryHeaderSize + copy(b[entryHeaderSize:], key)
+	copy(b[end:], value)
+	sealEntry(b)
+	return n
+}
+
+// putEntryHeader writes an entry's header, checksum field zero, into b.
+func putEntryHeader(b []byte, h *entry, klen, vlen int) {
 	binary.LittleEndian.PutUint32(b[0:], entryMagic)
 	b[4] = h.flags
 	b[5] = formatVersion
-	binary.LittleEndian.PutUint16(b[6:], uint16(len(key)))
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(value)))
+	binary.LittleEndian.PutUint16(b[6:], uint16(klen))
+	binary.LittleEndian.PutUint32(b[8:], uint32(vlen))
 	binary.LittleEndian.PutUint32(b[12:], 0)
 	binary.LittleEndian.PutUint64(b[16:], h.hash)
 	binary.LittleEndian.PutUint64(b[24:], h.seq)
 	binary.LittleEndian.PutUint64(b[32:], uint64(h.expiry))
-	end := entryHeaderSize + copy(b[entryHeaderSize:], key)
-	end += copy(b[end:], value)
-	clear(b[end:])
-	crc := crc32.Update(0, castagnoli, b[:end])
-	binary.LittleEndian.PutUint32(b[12:], crc)
-	return n
+}
+
+// sealEntry zeroes the pad of the entry at the start of b, whose header
+// (checksum field zero), key and value are in place, and sets its
+// checksum.
+func sealEntry(b []byte) {
+	klen := int(binary.LittleEndian.Uint16(b[6:]))
+	vlen := int(binary.LittleEndian.Uint32(b[8:]))
+	end := entryHeaderSize + klen + vlen
+	clear(b[end:entrySize(klen, vlen)])
+	binary.LittleEndian.PutUint32(b[12:], crc32.Update(0, castagnoli, b[:end]))
 }
 
 // decodeEntry parses and verifies the entry at the start of b. key and

@@ -11,6 +11,12 @@ import (
 // item is one queued write: an entry or a tombstone, with its own copy
 // of key and value. It is referenced by its flusher's queue and buffer and,
 // while it is the newest operation for its key, by the pending set.
+//
+// A direct item (direct.go) has no copy of its own: Insert serialised the
+// entry straight into its flusher's filling buffer, and kv is the key and
+// value there. Those bytes stay put until the buffer's write has been
+// committed or failed, which is also when the item leaves the pending
+// set, so a pending read of it is served from the buffer.
 type item struct {
 	hash   uint64
 	seq    uint64
@@ -20,6 +26,7 @@ type item struct {
 	klen   int
 	kv     []byte // key then value
 	size   int64  // bytes charged to the queue bound
+	direct bool   // kv is in a flusher's buffer, not owned
 }
 
 func (it *item) key() []byte   { return it.kv[:it.klen] }
@@ -60,8 +67,23 @@ func newItem(n int) *item {
 	return &item{kv: make([]byte, n, 1<<(c+itemMinShift))}
 }
 
+// directItems pools the items of direct inserts, which own no kv.
+var directItems = sync.Pool{New: func() any { return new(item) }}
+
+// newDirectItem returns a zeroed direct item.
+func newDirectItem() *item {
+	it := directItems.Get().(*item)
+	it.direct = true
+	return it
+}
+
 // freeItem returns it to its pool. REQUIRES: nothing refers to it.
 func freeItem(it *item) {
+	if it.direct {
+		*it = item{}
+		directItems.Put(it)
+		return
+	}
 	kv := it.kv
 	*it = item{}
 	c := itemClass(cap(kv))

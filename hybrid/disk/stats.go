@@ -37,6 +37,12 @@ type Stats struct {
 	TombstonesLost uint64 // tombstones for failed writes given up after retries
 	Superseded     uint64 // written entries whose key changed meanwhile
 
+	// Value bytes copied on the write path: by Insert into a queued item
+	// (which the flusher copies again into its buffer: CopiedFromQueue),
+	// or by Insert straight into a flusher's buffer when the flusher was
+	// idle with room (CopiedDirect, the one copy on the way to the device).
+	CopiedToQueue, CopiedFromQueue, CopiedDirect uint64
+
 	Reclaims     uint64 // regions reclaimed
 	Evictions    uint64 // index entries dropped by reclaim
 	Reinsertions uint64 // entries rewritten by reclaim
@@ -75,6 +81,7 @@ type counters struct {
 	recovered, recBatches, recSkipped, recTorn, recDamaged, recoveryNanos              atomic.Uint64
 	tombsLost, panics, dropFill                                                        atomic.Uint64
 	dropOffline, readTimeouts, offlineGets, outOfService                               atomic.Uint64
+	copiedToQueue, copiedFromQueue, copiedDirect                                       atomic.Uint64
 }
 
 // Stats returns a snapshot. Gauges that walk shards (Entries,
@@ -93,6 +100,7 @@ func (e *Engine) Stats() Stats {
 		IOErrors: c.ioErrors.Load(), Batches: c.batches.Load(), EntriesWritten: c.entriesWritten.Load(),
 		BytesWritten: c.bytesWritten.Load(), PayloadWritten: c.payload.Load(),
 		WriteFailed: c.writeFailed.Load(), TombstonesLost: c.tombsLost.Load(), Superseded: c.supersed.Load(),
+		CopiedToQueue: c.copiedToQueue.Load(), CopiedFromQueue: c.copiedFromQueue.Load(), CopiedDirect: c.copiedDirect.Load(),
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
 		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),

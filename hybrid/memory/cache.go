@@ -126,6 +126,7 @@ type Stats struct {
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
 	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
 	Copied      uint64 // value bytes hits copied out (Get, and Lend below LendMin)
+	CopiedIn    uint64 // value bytes Set and its variants copied into the arena
 	Borrowed    int64  // Values lent and not yet released (a gauge)
 	Expirations uint64 // expired entries dropped
 	Entries     int64  // live entries
@@ -281,6 +282,7 @@ func (m *Cache) Stats() Stats {
 		st.Evictions += s.evictions.Load()
 		st.Expirations += s.expirations.Load()
 		st.EvictCopies += s.valueCopies.Load()
+		st.CopiedIn += s.copiedIn.Load()
 		st.Entries += s.countA.Load()
 		st.Bytes += s.usedA.Load()
 		st.Lent += s.lentA.Load()

@@ -145,6 +145,7 @@ func TestOnEvict(t *testing.T) {
 			got[string(ev.Key)] = string(v)
 			exps[string(ev.Key)] = ev.Expiry
 		}}, ^uint64(0))
+	m.shards[0].arena.scatter = true // entries in pieces too
 	key := func(i int) string {
 		if i%3 == 0 {
 			return fmt.Sprintf("key-%d-%s", i, bytes.Repeat([]byte("k"), 90))

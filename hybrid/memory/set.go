@@ -217,6 +217,7 @@ func (s *shard) fill(r resv, key []byte, value *parts, exp int64) {
 	for _, p := range value {
 		c.write(p)
 	}
+	s.copiedIn.Add(uint64(vlen))
 }
 
 // takeOld removes the live entry under h, if any, and returns the queue

@@ -154,7 +154,7 @@ type shard struct {
 	// goroutines do not all write one cache line.
 	usedA, countA                         atomic.Int64
 	sets, refused, evictions, expirations atomic.Uint64
-	valueCopies                           atomic.Uint64
+	valueCopies, copiedIn                 atomic.Uint64
 	lentA                                 atomic.Int64 // bytes charged for zombies
 	_                                     [64]byte     // keep neighbours' hot words apart
 }
