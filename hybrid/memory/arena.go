@@ -79,15 +79,16 @@ func (a *arena) init(blockSize int, share int64) {
 	for 1<<(a.bsShift+a.chunkShift) < chunk {
 		a.chunkShift++
 	}
-	// Every block in use is charged at least bs+4 bytes of the share. One
-	// chunk more than that holds: large entries are stored as runs inside
-	// one chunk (allocRun, takeRun), and a chunk's tail too short for the
-	// next run is left to smaller entries, so chunks filled with runs hold
-	// fewer bytes than the share allows (three 256 KiB entries to a 1 MiB
-	// chunk); without the spare chunk one 256 KiB entry in five was split
-	// and every hit on it copied.
+	// Every block in use is charged at least bs+4 bytes of the share. No
+	// chunk beyond that: chunks are populated when mapped (resident at
+	// once), and the memory tier's term in the process's budget is its
+	// Capacity. A spare chunk per shard would let large entries be stored
+	// as runs more often (a chunk's tail too short for the next run is left
+	// to smaller entries: three 256 KiB entries to a 1 MiB chunk), but cost
+	// up to a quarter more than Capacity at the default 4 MiB shares
+	// (TestArenaWithinCapacity).
 	perChunk := int64(1) << a.chunkShift
-	maxBlocks := share/int64(blockSize+4) + 1 + perChunk
+	maxBlocks := share/int64(blockSize+4) + 1
 	maxChunks := min((maxBlocks+perChunk-1)/perChunk, int64(noBlock)>>a.chunkShift)
 	a.chunks = make([]atomic.Pointer[byte], maxChunks)
 	var off bool

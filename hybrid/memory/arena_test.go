@@ -1,6 +1,10 @@
 package memory
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 // TestTakeRun: an entry of n blocks is stored as one run when a run of n
 // free blocks is among the free list's first runs, even behind shorter
@@ -39,6 +43,30 @@ func TestTakeRun(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("free list %v, want %v", got, want)
+		}
+	}
+}
+
+// TestArenaWithinCapacity: however entries of mixed large sizes churn,
+// the chunks a shard's arena maps (resident at once: MAP_POPULATE) stay
+// within the shard's share of Capacity, which is the memory tier's term in
+// the process's memory budget (configs.Budget.Tier; the Go heap limit is
+// what is left of the budget beside it).
+func TestArenaWithinCapacity(t *testing.T) {
+	const capacity = 16 << 20
+	m := newTestCache(t, Options{Capacity: capacity, Shards: 4}, ^uint64(0))
+	val := make([]byte, 320<<10)
+	for i := range 2000 {
+		size := (64 + 64*(i%5)) << 10 // 64–320 KiB, as TestInsertCopies
+		m.Set([]byte(fmt.Sprintf("k%d", i)), val[:size], time.Time{})
+	}
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		mapped := int64(s.arena.nchunks) << (s.arena.bsShift + s.arena.chunkShift)
+		s.mu.Unlock()
+		if share := int64(capacity / len(m.shards)); mapped > share {
+			t.Errorf("shard %d: arena mapped %d KiB, over its %d KiB share of Capacity", i, mapped>>10, share>>10)
 		}
 	}
 }
