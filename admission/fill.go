@@ -56,9 +56,9 @@ func admitTo(c Controller, dev Device, hash uint64, size int) Decision {
 // as soon as the write queue builds up or a read waits).
 //
 // The endurance bucket is a token bucket refilled with BytesPerDay a
-// day, holding at most enduranceDays days' worth, starting full, charged
-// with every byte written (rate-admitted ones too); its debt is capped at
-// one day, so a steady state writing more than the budget (the rate
+// day, holding at most enduranceDays days' worth, starting with one
+// day's, charged with every byte written (rate-admitted ones too); its
+// debt is capped at one day, so a steady state writing more than the budget (the rate
 // allows 64 MiB/s, far more than a drive write a day) never postpones a
 // later fill by more than a day. The rate bucket's debt is capped at one burst on every Fill:
 // the fill's bytes do not hold the steady state back once the device is
@@ -91,16 +91,20 @@ func NewFiller(rate RateOptions, fill FillOptions) (*Filler, error) {
 		return nil, fmt.Errorf("%w: fill.device_bytes %d leaves no daily budget", ErrInvalidOptions, fill.DeviceBytes)
 	}
 	day := newBucket(rl.clock, float64(24*time.Hour)/float64(perDay), perDay/86400, perDay*enduranceDays)
+	// It starts with one day's worth, not the week it may hold: a start
+	// (a deploy, a crash loop) must not grant a week of writes each time.
+	day.empty.Store(day.clock.Nanotime() - int64(24*time.Hour))
 	return &Filler{rate: rl, day: day, perDay: perDay, dayNanos: int64(24 * time.Hour)}, nil
 }
 
 // enduranceDays is how many days of budget the endurance bucket holds.
 // Flash endurance is rated in drive writes per day averaged over years of
 // warranty, not per calendar day: a week's worth keeps writes to the
-// rating over any week, yet lets a full device re-warm in one go after a
-// restart or when the working set moves (a 2 GiB set written to a 4 GiB
-// disk that a day's budget had mostly spent on earlier sets was a fifth
-// refused, and a fifth of the next pass missed).
+// rating over any week, yet lets a node that wrote little for days
+// re-warm a full device in one go when the working set moves (a 2 GiB set
+// written to a 4 GiB disk whose day's budget earlier sets had mostly
+// spent was a fifth refused, and a fifth of the next pass missed). A
+// start grants one day's worth (NewFiller), not the week.
 const enduranceDays = 7
 
 // Admit implements Controller: the rate limiter's answer.

@@ -30,7 +30,10 @@ func newFiller(t testing.TB, rate, burst, deviceBytes int64, dwpd float64) (*Fil
 // device: rate first, then fill while the device has room, throttled when
 // it has none, over budget once the day's writes reach the budget.
 func TestFillerDecisions(t *testing.T) {
-	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day, a week's held
+	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day, a week's held, a day's at start
+	if b := f.Budget(); b != 64*mib {
+		t.Fatalf("budget at start = %d, want one day's %d", b, 64*mib)
+	}
 	room, full := filling(true), filling(false)
 	steps := []struct {
 		name   string
@@ -41,8 +44,8 @@ func TestFillerDecisions(t *testing.T) {
 		{"rate tokens: admitted whatever the device", &full, mib, Admitted},
 		{"rate spent, no device: throttled", nil, 0, Throttled},
 		{"rate spent, device full: throttled", &full, 0, Throttled},
-		{"rate spent, device with room: fill", &room, enduranceDays * 32 * mib, Fill},
-		{"still room, budget left", &room, enduranceDays * 32 * mib, Fill},
+		{"rate spent, device with room: fill", &room, 32 * mib, Fill},
+		{"still room, budget left", &room, 32 * mib, Fill},
 		{"budget spent: over budget", &room, 0, OverBudget},
 		{"budget spent, device full: throttled", &full, 0, Throttled},
 	}
@@ -73,6 +76,11 @@ func TestFillerDecisions(t *testing.T) {
 	clk.Advance(time.Second + time.Millisecond)
 	if d := f.Admit(1, 4096); d != Admitted {
 		t.Fatalf("1 s after a fill capped the rate's debt: %v, want admitted", d)
+	}
+	// An idle fortnight refills a week's worth, no more.
+	clk.Advance(14 * 24 * time.Hour)
+	if b := f.Budget(); b != enduranceDays*64*mib {
+		t.Fatalf("budget after an idle fortnight = %d, want a week's %d", b, enduranceDays*64*mib)
 	}
 }
 
@@ -134,12 +142,12 @@ func (*toggle) Record(uint64) {}
 func (*toggle) Charge(int)    {}
 
 // TestFillerConcurrentBudget: goroutines filling a device at once write
-// no more than the budget (a week of one drive write a day) plus one
-// entry each (admission is optimistic: each may be admitted just before
-// another's Charge lands).
+// no more than the budget at start (one day of one drive write a day)
+// plus one entry each (admission is optimistic: each may be admitted just
+// before another's Charge lands).
 func TestFillerConcurrentBudget(t *testing.T) {
 	const device, entry, workers = 64 * mib, 64 * kib, 8
-	const budget = enduranceDays * device
+	const budget = device
 	f, _ := newFiller(t, kib, kib, device, 1)
 	f.Charge(kib) // rate spent: everything below is fill
 	room := filling(true)
