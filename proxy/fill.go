@@ -117,9 +117,8 @@ type fill struct {
 	// life is the fill's context: FillTimeout, and the Server's Close
 	// (fill_life.go).
 	life opLife
-	// r0 is the first reader (addReader), r0Used whether it was given out.
-	r0     fillReader
-	r0Used bool
+	// r0 is the first reader (addReader); its f is set once given out.
+	r0 fillReader
 	// noPool: something may use the fill after its last reference is
 	// dropped; it is left to the garbage collector (fill_pool.go).
 	noPool bool

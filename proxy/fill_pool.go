@@ -70,10 +70,9 @@ func (f *fill) mapKey() string {
 // it is free, else a new one. REQUIRES: f.mu held.
 func (f *fill) addReader(pos int64) *fillReader {
 	r := &f.r0
-	if f.r0Used {
+	if f.r0.f != nil { // given out already: nothing clears its f but recycle
 		r = new(fillReader)
 	}
-	f.r0Used = true
 	*r = fillReader{f: f, scIdx: -1, pos: pos}
 	f.readers = append(f.readers, r)
 	return r
@@ -103,7 +102,7 @@ func (f *fill) recycle() bool {
 	f.window, f.slotIdx, f.readers = nil, nil, nil
 	f.waiting, f.large, f.expiry = false, false, time.Time{}
 	f.digests, f.digesting, f.unpaced = nil, false, false
-	f.r0, f.r0Used = fillReader{}, false
+	f.r0 = fillReader{}
 	if cap(key) <= maxPooledKey {
 		f.key = key
 	}

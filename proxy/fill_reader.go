@@ -305,7 +305,6 @@ func (r *fillReader) resume(p []byte) (int, error) {
 func (r *fillReader) openRecord() error {
 	f := r.f
 	f.mu.Lock()
-	f.noPool = true // the slice source may borrow the fill's object past the last release
 	if !r.detached {
 		r.detached = true
 		f.cond.Broadcast() // the fill may be waiting for us
@@ -339,6 +338,9 @@ func (r *fillReader) openRecord() error {
 	if o.Gen != f.obj.Gen || !o.refetchable() {
 		return errNoRecord
 	}
+	f.mu.Lock()
+	f.noPool = true // the slice source borrows the fill's key (and maybe its object) past the last release
+	f.mu.Unlock()
 	src := new(sliceSource)
 	if err := src.init(f.s, f.skey, &o, lazyFetchRequest(r.ctx, r.org, &httpcache.RequestPolicy{})); err != nil {
 		src.close()
