@@ -186,16 +186,15 @@ func (l *Log) Reopen() {
 // Close stops the writer once it has written the buffered lines, and
 // closes the file. It returns ctx.Err() if ctx ends first (the writer
 // then stops after its current write).
+// A second Close (or one after the writer stopped on a panic) waits the
+// same way, as long as ctx allows.
 func (l *Log) Close(ctx context.Context) error {
-	if l.closed.Swap(true) {
-		<-l.done
-		<-l.clockDone
-		return nil
+	if !l.closed.Swap(true) {
+		close(l.stop)
 	}
-	close(l.stop)
 	select {
 	case <-l.done:
-		<-l.clockDone
+		<-l.clockDone // the clock stops as soon as done is closed
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

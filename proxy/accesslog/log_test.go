@@ -2,6 +2,7 @@ package accesslog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,6 +166,36 @@ func TestFullQueueDrops(t *testing.T) {
 	if got := float64(bw.n) + dropped; got != n {
 		t.Errorf("written %d + dropped %v = %v, want %d", bw.n, dropped, got, n)
 	}
+}
+
+// TestCloseHonoursContext: against a stuck output, the first Close and a
+// second one each return ctx's error when ctx ends, rather than wait for
+// the writer; once the output moves, a third Close returns nil.
+func TestCloseHonoursContext(t *testing.T) {
+	bw := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	l, err := Open(Options{Path: "-", Stdout: bw, BufferLines: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(uriEntry(0))
+	l.wakeup()
+	<-bw.entered // the writer is stuck in Write
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- l.Close(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Close %d against a stuck output: %v, want %v", i+1, err, context.DeadlineExceeded)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Close %d ignored its context's deadline", i+1)
+		}
+		cancel()
+	}
+	close(bw.release)
+	closeLog(t, l)
 }
 
 // TestReopen: after the file is moved and Reopen called, lines go to a
