@@ -305,7 +305,7 @@ func (s *Server) publishEdgeIndex(j *compressJob, x *variantIndex) {
 	var cur object
 	if v, _, ok := s.store.Get(mkey, nil); !ok || isVariantIndex(v) || decodeObject(&cur, v) != nil || cur.Gen != j.obj.Gen {
 		for _, vk := range x.Keys { // purged or replaced since the commit
-			s.removeObject(variantKey(nil, j.pkey, x.Epoch, vk))
+			s.removeObjectLocked(variantKey(nil, j.pkey, x.Epoch, vk))
 		}
 		return
 	}

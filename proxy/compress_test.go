@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +352,42 @@ func TestCompressNotUnderVariantKey(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(p.srv.m.corrupt); n != 0 || p.hits.Load() != fetches {
 		t.Errorf("%v records read as damaged, %d more origin fetches; want none", n, p.hits.Load()-fetches)
+	}
+}
+
+// TestEdgeIndexLosesToPurge: a purge that comes while compression at the
+// edge publishes its variant index (between the index's generation check
+// and its write) wins: afterwards the URL's key holds nothing, and no
+// variant is left behind. The purge is started from inside the check's
+// Get and given 100 ms to finish first, as it does without the lock.
+func TestEdgeIndexLosesToPurge(t *testing.T) {
+	p := newPair(t, edgeOrigin(wordText(8<<10, 3), "Content-Type", "text/plain"),
+		func(o *Options) { o.Compress.Disable = true })
+	p.get("/p")
+	p.settle()
+	j := storedJob(t, p)
+	mkey := metaKey(nil, j.pkey)
+	purged := make(chan struct{})
+	var started atomic.Bool
+	p.store.AfterGet = func(key []byte) {
+		if !bytes.Equal(key, mkey) || !started.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			p.srv.removeObject(j.pkey)
+			close(purged)
+		}()
+		select {
+		case <-purged:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p.srv.storeCompressed(j)
+	<-purged
+	if _, _, ok := p.store.Get(mkey, nil); ok {
+		t.Error("the purged URL is stored again, under compression's variant index")
+	}
+	if n := variantEntries(p); n != 0 {
+		t.Errorf("%d entries left under variant keys", n)
 	}
 }

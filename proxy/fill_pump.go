@@ -148,6 +148,24 @@ func (f *fill) insertSlice(idx int) {
 	f.mu.Unlock()
 }
 
+// commitRecord stores the fill's record. A record under the URL's own key
+// goes in under that key's variant lock, so that a variant index being
+// published for an older record (publishEdgeIndex checks the generation
+// under that lock) cannot replace it; a variant's record is then listed in
+// its URL's index.
+func (f *fill) commitRecord() {
+	if f.rv.vary != nil {
+		insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
+		f.s.recordTags(f.skey, &f.obj)
+		f.s.variantCommitted(f)
+		return
+	}
+	m := f.s.vlocks.lock(f.skey)
+	defer m.Unlock() // deferred: a panicking store must not leave the stripe locked
+	insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
+	f.s.recordTags(f.skey, &f.obj)
+}
+
 // finish checks the length and commits: last slice first, record last.
 func (f *fill) finish() error {
 	f.mu.Lock()
@@ -169,11 +187,7 @@ func (f *fill) finish() error {
 				f.obj.Digests = f.digests
 			}
 		}
-		insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
-		f.s.recordTags(f.skey, &f.obj)
-		if f.rv.vary != nil {
-			f.s.variantCommitted(f)
-		}
+		f.commitRecord()
 	}
 	// Leave the fill map before readers get the last byte: a request that
 	// comes after a client has the whole response must find the stored

@@ -76,8 +76,21 @@ func originPort(u *url.URL) string {
 
 // removeObject removes the stored object under the object key key: its
 // record and slices, or, when the record is a variant index, every listed
-// variant and the index. It reports whether a record was found.
+// variant and the index. It reports whether a record was found. It holds
+// key's variant lock, so that a variant index checked and written under
+// that lock (publishEdgeIndex) cannot put back an object removed
+// meanwhile.
 func (s *Server) removeObject(key []byte) bool {
+	m := s.vlocks.lock(key)
+	defer m.Unlock()
+	return s.removeObjectLocked(key)
+}
+
+// removeObjectLocked is removeObject for a caller that holds key's
+// variant lock, or that removes a variant (listed in an index whose
+// primary key's lock it holds): the locks are striped, and a variant's
+// stripe may be its primary's.
+func (s *Server) removeObjectLocked(key []byte) bool {
 	mkey := metaKey(nil, key)
 	val, _, ok := s.store.Get(mkey, nil)
 	if !ok {
@@ -89,7 +102,7 @@ func (s *Server) removeObject(key []byte) bool {
 	case isVariantIndex(val):
 		if decodeVariantIndex(&x, val) == nil {
 			for _, vk := range x.Keys {
-				s.removeObject(variantKey(nil, key, x.Epoch, vk))
+				s.removeObjectLocked(variantKey(nil, key, x.Epoch, vk))
 			}
 		}
 	case decodeObject(&o, val) == nil:

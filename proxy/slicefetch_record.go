@@ -123,6 +123,8 @@ func (s *Server) adoptRecord(key, rec []byte, cand *object) (_ []byte, stored bo
 	mu := s.fetches.recLock(key)
 	mu.Lock()
 	defer mu.Unlock()
+	vm := s.vlocks.lock(key) // against publishEdgeIndex: see removeObject
+	defer vm.Unlock()
 	var kb [256]byte
 	mk := metaKey(kb[:0], key)
 	old, _, ok := s.store.Get(mk, nil)

@@ -127,6 +127,9 @@ type mapStore struct {
 	// answer, outside the lock: a test stalls a request between its
 	// lookup and what follows.
 	AfterLend func(key []byte, hit bool)
+	// AfterGet, when set, is called at the end of each Get, outside the
+	// lock, like AfterLend.
+	AfterGet func(key []byte)
 }
 
 // WaitWriteRoom implements writePacer.
@@ -151,6 +154,9 @@ func (s *mapStore) Get(key, dst []byte) ([]byte, hybrid.Tier, bool) {
 		dst = append(dst, v...)
 	}
 	s.mu.Unlock()
+	if s.AfterGet != nil {
+		s.AfterGet(key)
+	}
 	if !ok {
 		return dst, hybrid.TierMiss, false
 	}

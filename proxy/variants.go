@@ -224,7 +224,7 @@ func (s *Server) variantCommitted(f *fill) {
 	}
 	keys = append(keys, f.rv.vkey)
 	for len(keys) > s.cfg().MaxVariants {
-		s.removeObject(variantKey(nil, f.rv.pkey, x.Epoch, keys[0]))
+		s.removeObjectLocked(variantKey(nil, f.rv.pkey, x.Epoch, keys[0]))
 		keys = keys[1:]
 	}
 	x.Keys = keys
