@@ -56,10 +56,19 @@ type sysEnv struct {
 	Root           bool   // running as root
 	User           string // Traffic Server's user_id
 	CacheFile      string
+	// AccessLogFormat turns strata's access log on ("combined", "json")
+	// into AccessLogPath; empty: off.
+	AccessLogFormat string
+	AccessLogPath   string
 }
 
 var allSystems = []*system{
 	{Name: "strata", prepare: prepareStrata},
+	// strata again with its access log on, in each format, written to a
+	// file in its temp dir: the log's cost on 1 KiB hits (issue 17: at
+	// most 5% of req/s) against the strata row just before it.
+	{Name: "strata-combined", Reference: true, prepare: prepareStrataLog("combined"), runs: smallHits},
+	{Name: "strata-json", Reference: true, prepare: prepareStrataLog("json"), runs: smallHits},
 	{Name: "nginx", Bins: []string{"nginx"}, Package: "nginx", prepare: prepareNginx},
 	{Name: "varnish-malloc", Bins: []string{"varnishd"}, Package: "varnish", prepare: prepareVarnish("malloc")},
 	{Name: "varnish-file", Bins: []string{"varnishd"}, Package: "varnish", prepare: prepareVarnish("file")},
@@ -158,6 +167,18 @@ func prepareStrata(e *sysEnv) ([]string, []string, error) {
 	}
 	return []string{e.StrataBin, "-config", conf, "-pprof"}, nil, nil
 }
+
+// prepareStrataLog is prepareStrata with the access log on in format.
+func prepareStrataLog(format string) func(e *sysEnv) ([]string, []string, error) {
+	return func(e *sysEnv) ([]string, []string, error) {
+		e.AccessLogFormat, e.AccessLogPath = format, filepath.Join(e.Dir, "access.log")
+		return prepareStrata(e)
+	}
+}
+
+// smallHits is the scenarios of 1 KiB hits, where a log line costs the
+// most against the rest of a request.
+func smallHits(sc scenario) bool { return sc.ID == "1a" || sc.ID == "1b" }
 
 // prepareBare runs bin/barehandler (make build-bench) in mode: "serve"
 // answers from memory, "proxy" passes every request to the origin.

@@ -75,6 +75,56 @@ func TestBareTakesPart(t *testing.T) {
 	}
 }
 
+// TestStrataLogConfig: the strata-combined and strata-json rows run
+// strata with its access log on, in their format, into their temp dir;
+// the strata row runs it off. They take part in the 1 KiB hit scenarios
+// only, as references.
+func TestStrataLogConfig(t *testing.T) {
+	for _, tc := range []struct{ system, format string }{{"strata", ""}, {"strata-combined", "combined"}, {"strata-json", "json"}} {
+		o := Options{Root: "../..", Strata: os.Args[0]}
+		o.EnsureDefaults()
+		dir := t.TempDir()
+		e, err := newSysEnv(tc.system, dir, "../../bench", "http://127.0.0.1:4567", &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := systemByName(tc.system)
+		if _, _, err := s.prepare(e); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "strata.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := configs.Load(b, "strata.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EnsureDefaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		want := ""
+		if tc.format != "" {
+			want = filepath.Join(dir, "access.log")
+		}
+		if got := cfg.AccessLog.Path; got != want || (want != "" && cfg.AccessLog.Format != tc.format) {
+			t.Errorf("%s: access log %q format %q, want %q format %q", tc.system, got, cfg.AccessLog.Format, want, tc.format)
+		}
+		if tc.format == "" {
+			continue
+		}
+		if !s.Reference {
+			t.Errorf("%s is not a reference", tc.system)
+		}
+		for _, sc := range scenarios(256 << 20) {
+			if want := sc.ID == "1a" || sc.ID == "1b"; s.takesPart(sc) != want {
+				t.Errorf("%s in scenario %s: %v", tc.system, sc.ID, !want)
+			}
+		}
+	}
+}
+
 func TestProcessTreeAccounting(t *testing.T) {
 	self := os.Getpid()
 	if cpuSeconds(self) < 0 || peakRSS(self) <= 0 {

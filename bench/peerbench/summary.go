@@ -52,6 +52,8 @@ func summarizeOne(sc string, rs []result, baseline string) summaryRow {
 		switch {
 		case r.System == baseline:
 			base = r
+		case variantOf(r.System, baseline):
+			// the baseline itself, configured otherwise: no yardstick
 		case r.Reference:
 			if ref == nil {
 				ref = r
@@ -76,6 +78,37 @@ func summarizeOne(sc string, rs []result, baseline string) summaryRow {
 		row.RefCPURatio = div(base.CPUus, ref.CPUus)
 	}
 	return row
+}
+
+// variantOf reports whether system is baseline run with another config
+// (strata-combined: strata with its access log on).
+func variantOf(system, baseline string) bool {
+	return strings.HasPrefix(system, baseline+"-") && systemByName(system) != nil && systemByName(system).Reference
+}
+
+// printVariants writes, for each scenario where a variant of the baseline
+// ran beside it, the variant's req/s, p99 and CPU per request ÷ the
+// baseline's: what the variant's config (the access log) costs.
+func printVariants(w io.Writer, rep *report) {
+	base := map[string]result{}
+	for _, r := range rep.Results {
+		if r.System == rep.Baseline && r.Status == "ok" {
+			base[r.Scenario] = r
+		}
+	}
+	header := false
+	for _, r := range rep.Results {
+		b, ok := base[r.Scenario]
+		if !ok || r.Status != "ok" || !variantOf(r.System, rep.Baseline) {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\n%s variants ÷ %s (the access log's cost: req/s below 1, CPU per request above 1)\n\n", rep.Baseline, rep.Baseline)
+			fmt.Fprintf(w, "| scenario | variant | req/s | p99 | CPU per request |\n| --- | --- | --- | --- | --- |\n")
+			header = true
+		}
+		fmt.Fprintf(w, "| %s | %s | %.3f× | %.2f× | %.3f× |\n", r.Scenario, r.System, div(r.RPS, b.RPS), div(r.P99ms, b.P99ms), div(r.CPUus, b.CPUus))
+	}
 }
 
 // printSummary writes the summary as a Markdown table, one row per
@@ -120,6 +153,7 @@ func printSummary(w io.Writer, rep *report) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.Scenario, strings.Join(vals, " | "), vs, vr)
 	}
+	printVariants(w, rep)
 }
 
 // cell is one system's figures in one scenario, or why there are none.

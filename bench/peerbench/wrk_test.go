@@ -80,6 +80,8 @@ func TestSummary(t *testing.T) {
 		{Scenario: "1", System: "strata", Status: "ok", RPS: 200, P99ms: 4, CPUus: 30, HitRatio: 1},
 		{Scenario: "1", System: "nginx", Status: "ok", RPS: 100, P99ms: 2, CPUus: 20, HitRatio: 1},
 		{Scenario: "1", System: "ats", Status: "ok", RPS: 250, P99ms: 8, CPUus: 60, HitRatio: 0.5},
+		// strata with its access log on: neither a peer nor the reference.
+		{Scenario: "1", System: "strata-combined", Status: "ok", RPS: 190, P99ms: 5, CPUus: 33, Reference: true},
 		// A reference is never the best peer, however fast.
 		{Scenario: "1", System: "bare", Status: "ok", RPS: 900, P99ms: 1, CPUus: 10, Reference: true},
 		// Mostly errors: not a peer to beat.
@@ -104,11 +106,12 @@ func TestSummary(t *testing.T) {
 	printSummary(&sb, &report{Baseline: "strata", Results: rs, Summary: got})
 	out := sb.String()
 	for _, want := range []string{
-		"| scenario | strata | nginx | ats | varnish-malloc | bare (ref) | strata ÷ best peer | strata CPU ÷ ref |",
+		"| scenario | strata | nginx | ats | varnish-malloc | strata-combined (ref) | bare (ref) | strata ÷ best peer | strata CPU ÷ ref |",
 		"| 1 | 200 · 4.0 ms · 30.0 µs · 100.0% | 100 · 2.0 ms · 20.0 µs · 100.0% | 250 · 8.0 ms · 60.0 µs · 50.0% |",
 		"0.80× (p99 0.50×, CPU 0.50×) vs ats | 3.00× bare |",
 		"| 2 | not built | 5 · 1.0 ms · 7.0 µs · ? |",
 		"900 errors",
+		"| 1 | strata-combined | 0.950× | 1.25× | 1.100× |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
