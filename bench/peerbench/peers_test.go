@@ -75,6 +75,24 @@ func TestBareTakesPart(t *testing.T) {
 	}
 }
 
+// loadStrataConfig loads and validates the strata.yaml rendered in dir.
+func loadStrataConfig(t *testing.T, dir string) *configs.Config {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "strata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(b, "strata.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestStrataLogConfig: the strata-combined and strata-json rows run
 // strata with its access log on, in their format, into their temp dir;
 // the strata row runs it off. They take part in the 1 KiB hit scenarios
@@ -92,18 +110,7 @@ func TestStrataLogConfig(t *testing.T) {
 		if _, _, err := s.prepare(e); err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "strata.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := configs.Load(b, "strata.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.EnsureDefaults()
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
+		cfg := loadStrataConfig(t, dir)
 		want := ""
 		if tc.format != "" {
 			want = filepath.Join(dir, "access.log")
@@ -157,18 +164,7 @@ func TestStrataConfig(t *testing.T) {
 	if got := strings.Join(argv[1:], " "); got != "-config "+filepath.Join(dir, "strata.yaml")+" -pprof" {
 		t.Errorf("argv = %q", got)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "strata.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := configs.Load(b, "strata.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadStrataConfig(t, dir)
 	c := cfg.Cache
 	if c.Memory.Capacity.Bytes() != o.Mem || c.Disk.Size.Bytes() != o.Disk ||
 		c.Disk.Path != filepath.Join(dir, "strata.cache") || c.MaxObjectSize.Bytes() < 1<<30 {
