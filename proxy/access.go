@@ -116,7 +116,7 @@ func (c *startClock) now() time.Time {
 // classify fills r's cache fields from the Cache-Status the handler set.
 func (s *Server) classify(h *fasthttp.ResponseHeader, r *AccessRecord) {
 	r.Tier = "none"
-	v := h.PeekBytes(httpcache.HeaderCacheStatus)
+	v := h.PeekCanonical(httpcache.HeaderCacheStatus) // set with SetCanonical (addTrace): no key to normalise
 	for i := range s.cs {
 		if !bytes.Equal(v, s.cs[i]) {
 			continue
