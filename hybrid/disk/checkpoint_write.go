@@ -65,10 +65,11 @@ func (e *Engine) writeCheckpoint() error {
 // the checkpoint: one in ckptReclaimShare of the device's.
 var ckptReclaimShare = 16
 
-// makeCheckpointRoom reclaims the oldest regions (the reclaimers' own
-// pick, so the ones they would empty next anyway) while the clean ones
-// cannot hold the checkpoint: a device in steady state keeps only
-// CleanRegions clean, about 1 M entries' worth each at 16 MiB. It gives
+// makeCheckpointRoom reclaims the oldest regions (with the gate shut,
+// pick takes the oldest whatever the picker, so no tombstone is due)
+// while the clean ones cannot hold the checkpoint: a device in steady
+// state keeps only CleanRegions clean, about 1 M entries' worth each at
+// 16 MiB. It gives
 // up past one region in ckptReclaimShare; the checkpoint is then
 // skipped. The reclaimers have stopped and the gate is shut, so no entry
 // is reinserted. REQUIRES: as writeCheckpoint.

@@ -150,7 +150,15 @@ package disk
 // entries that still point into it (compare-and-remove: a newer copy
 // elsewhere survives), optionally reinserts entries read since they were
 // written (accessed bit; through admission, with the original sequence, and
-// only if still the key's newest version), waits until no Get is reading
+// only if still the key's newest version). When the victim is not the
+// oldest sealed region, a dropped entry that was not reinserted, and whose
+// key has no pending operation and no newer index entry, gets a tombstone
+// (ShadowTombstones): an older region may hold an older copy of the key
+// (a region sealed early by a failed write, holding a key's newest version,
+// is often the emptiest), and a scan at the next open would serve it. The
+// reclaimer picks and walks inside the gate, so Close waits for those
+// tombstones before it stops the flushers; once the gate is shut, victims
+// are taken oldest first and need none. It then waits until no Get is reading
 // the region (per-region reader count; a Get registers, then re-checks the
 // region state and its index entry; the last reader out of a reclaiming
 // region signals a cond the reclaimer sleeps on, nobody polls), zeroes the region's first block — in

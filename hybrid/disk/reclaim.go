@@ -34,12 +34,22 @@ func (e *Engine) reclaimRun(s *scan) (done bool) {
 
 // reclaimOne empties one victim: walk its index records, drop the index
 // entries that still point into it (compare-and-remove, so a newer copy
-// elsewhere survives), reinsert read entries if configured, wait for Gets
-// already reading it, zero its first block (so recovery sees it clean) in
-// pick order, and return it to the clean pool.
+// elsewhere survives), reinsert read entries if configured, shadow the
+// dropped ones with tombstones unless the victim is the oldest, wait for
+// Gets already reading it, zero its first block (so recovery sees it
+// clean) in pick order, and return it to the clean pool.
+//
+// Picking and walking happen inside the gate, as an operation does, so
+// that Close waits for the tombstones a walk queues before it stops the
+// flushers. Once Close has shut the gate no tombstone could be written:
+// victims are then the oldest (fifo), which need none.
 func (e *Engine) reclaimOne(s *scan) bool {
-	id, ticket, ok := e.regions.pick()
+	open := e.gate.enter(reclaimGate)
+	id, ticket, oldest, ok := e.regions.pick(!open)
 	if !ok {
+		if open {
+			e.gate.exit(reclaimGate)
+		}
 		return false
 	}
 	released := false
@@ -49,19 +59,7 @@ func (e *Engine) reclaimOne(s *scan) bool {
 			e.opts.Logger.Error("disk: reclaim abandoned; region unused until restart", "region", id)
 		}
 	}()
-	s.reset(id, false)
-	now := e.opts.Now().UnixNano()
-	if _, _, err := s.walk(func(recs []record) {
-		for i := range recs {
-			e.evict(id, &recs[i], now)
-		}
-	}); err != nil {
-		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
-		e.deviceFailed("disk: reclaim: region scan failed", "region", id, "err", err)
-	}
-	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
-		e.opts.Logger.Warn("disk: reclaim: region header damaged", "region", id, "reason", s.damaged)
-	}
+	e.evictAll(s, id, open, !oldest)
 	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
@@ -74,8 +72,34 @@ func (e *Engine) reclaimOne(s *scan) bool {
 	return true
 }
 
-// evict drops rec's index entry if it still points at rec.
-func (e *Engine) evict(id uint32, rec *record, now int64) {
+// reclaimGate is the key hash reclaimers pass the gate with.
+const reclaimGate = 0
+
+// evictAll walks victim id and evicts its entries; shadows: the victim is
+// not the oldest sealed region (see Engine.shadow). open: the caller
+// entered the gate as reclaimGate; evictAll leaves it, panicking or not.
+func (e *Engine) evictAll(s *scan, id uint32, open, shadows bool) {
+	if open {
+		defer e.gate.exit(reclaimGate)
+	}
+	s.reset(id, false)
+	now := e.opts.Now().UnixNano()
+	if _, _, err := s.walk(func(recs []record) {
+		for i := range recs {
+			e.evict(id, &recs[i], now, shadows)
+		}
+	}); err != nil {
+		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
+		e.deviceFailed("disk: reclaim: region scan failed", "region", id, "err", err)
+	}
+	if s.damaged != nil { // its index entries stay; reads of them fail their checks and miss
+		e.opts.Logger.Warn("disk: reclaim: region header damaged", "region", id, "reason", s.damaged)
+	}
+}
+
+// evict drops rec's index entry if it still points at rec; with shadows
+// set, a dropped entry gets a tombstone (shadow).
+func (e *Engine) evict(id uint32, rec *record, now int64, shadows bool) {
 	if rec.tomb {
 		return
 	}
@@ -93,6 +117,38 @@ func (e *Engine) evict(id uint32, rec *record, now int64) {
 		}
 	}
 	e.c.evictions.Add(1)
+	if shadows {
+		e.shadow(rec.hash)
+	}
+}
+
+// shadow queues a tombstone for h, whose index entry a reclaim of a
+// region newer than the oldest sealed one has just dropped: an older copy
+// of the key may sit in an older region, and a scan at the next open
+// (no checkpoint, or a crash) would serve it. With the emptiest picker
+// this happens whenever the emptiest region is not the oldest, e.g. one
+// sealed early by a failed write while holding a key's newest version.
+// The tombstone's region holds tombstones, so the picker takes it only
+// once it is the oldest, after every region it may shadow.
+//
+// Nothing is written if an operation on the key is pending (an Insert, a
+// Remove, a failed write's tombstone, or rec's own reinsertion): it is
+// newer and decides what a restart finds; nor if the index holds the key
+// again (a newer write committed since the drop). Checked under the
+// pending-shard lock, like Insert and commit, so the tombstone, which
+// takes the next sequence, can never override a newer Insert.
+func (e *Engine) shadow(h uint64) {
+	s := e.pending.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[h] != nil {
+		return
+	}
+	if _, ok := e.ix.get(h); ok {
+		return
+	}
+	e.queueTomb(s, h, 0)
+	e.c.shadowTombs.Add(1)
 }
 
 // reinsert queues rec's entry again, with its original sequence, if it is

@@ -116,15 +116,20 @@ func (rs *regions) needReclaim() bool {
 	return len(rs.clean) < rs.target && len(rs.sealed) > 0
 }
 
-// pick chooses a victim, marks it reclaiming and returns its zeroing ticket.
-func (rs *regions) pick() (id uint32, ticket uint64, ok bool) {
+// pick chooses a victim, marks it reclaiming and returns its zeroing
+// ticket. oldest says whether the victim is the oldest sealed region, the
+// one fifo takes: emptying any other may drop the index entry of a key
+// whose older copy sits in an older region, which a scan at the next open
+// would bring back unless a tombstone shadows it (Engine.shadow). With
+// fifo set, the picker is ignored and the victim is the oldest.
+func (rs *regions) pick(fifo bool) (id uint32, ticket uint64, oldest, ok bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if len(rs.sealed) == 0 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	i := 0
-	if rs.picker == PickerEmptiest {
+	if rs.picker == PickerEmptiest && !fifo {
 		i = rs.emptiest()
 	}
 	id = rs.sealed[i]
@@ -132,7 +137,7 @@ func (rs *regions) pick() (id uint32, ticket uint64, ok bool) {
 	rs.regions[id].state.Store(regionReclaiming)
 	ticket = rs.tickets
 	rs.tickets++
-	return id, ticket, true
+	return id, ticket, i == 0, true
 }
 
 // emptiest returns the position of the sealed region with the fewest live

@@ -46,6 +46,10 @@ type Stats struct {
 	Reclaims     uint64 // regions reclaimed
 	Evictions    uint64 // index entries dropped by reclaim
 	Reinsertions uint64 // entries rewritten by reclaim
+	// ShadowTombstones: tombstones written for entries dropped by the
+	// reclaim of a region other than the oldest, so that an older copy in
+	// an older region does not come back after a restart.
+	ShadowTombstones uint64
 
 	Recovered         uint64 // index entries rebuilt at open
 	RecoveredBatches  uint64
@@ -77,7 +81,7 @@ type counters struct {
 	inserts, dropTooLarge, dropExpired, dropAdmission, dropQueue, dropAborted, removes atomic.Uint64
 	gets, hits, pendingHits, readQueueFull, corruptions, collisions, expiredOnRead     atomic.Uint64
 	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
-	reclaims, evictions, reinsertions                                                  atomic.Uint64
+	reclaims, evictions, reinsertions, shadowTombs                                     atomic.Uint64
 	recovered, recBatches, recSkipped, recTorn, recDamaged, recoveryNanos              atomic.Uint64
 	tombsLost, panics, dropFill                                                        atomic.Uint64
 	dropOffline, readTimeouts, offlineGets, outOfService                               atomic.Uint64
@@ -102,7 +106,8 @@ func (e *Engine) Stats() Stats {
 		WriteFailed: c.writeFailed.Load(), TombstonesLost: c.tombsLost.Load(), Superseded: c.supersed.Load(),
 		CopiedToQueue: c.copiedToQueue.Load(), CopiedFromQueue: c.copiedFromQueue.Load(), CopiedDirect: c.copiedDirect.Load(),
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
-		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
+		ShadowTombstones: c.shadowTombs.Load(),
+		Recovered:        c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
 		RecoveryDamaged:  c.recDamaged.Load(),
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),
