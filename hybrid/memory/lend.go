@@ -251,8 +251,8 @@ func (v *Value) drop() {
 	v.empty()
 }
 
-// Trim drops v's copy buffer if it grew past max bytes, for pools that
-// must not hoard large buffers. REQUIRES: v released.
+// Trim drops v's copy buffer, and its slice of pieces, if either grew past
+// max bytes, for pools that must not hoard large buffers. REQUIRES: v released.
 func (v *Value) Trim(max int) {
 	if cap(v.buf) > max {
 		v.buf = nil
