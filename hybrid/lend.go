@@ -12,7 +12,12 @@ import (
 // reuses. The zero value is ready for use; a Value may be reused for any
 // number of Lends.
 //
-// Lifetime. Bytes stays valid and unchanged until Release (or the next
+// A memory hit may lend a value stored in several runs of the arena's
+// blocks: Spans returns them without a copy; Bytes joins them into one
+// slice on its first call (a copy, counted in the memory tier's
+// Stats.Copied). Every other hit is one slice.
+//
+// Lifetime. Spans and Bytes stay valid and unchanged until Release (or the next
 // Lend into v), whatever happens to the entry meanwhile; every hit needs one
 // Release, which is idempotent and may come after the Cache's Close. While
 // lent, the entry's memory stays charged to the memory tier even if it is
@@ -22,12 +27,38 @@ import (
 type Value struct {
 	mem  memory.Value
 	disk disk.Value
-	buf  []byte // SetCopy
-	b    []byte
+	buf  []byte    // SetCopy
+	b    []byte    // a disk hit's or SetCopy's value; nil for a memory hit
+	one  [1][]byte // Spans of b
 }
 
-// Bytes returns the value (see Value for how long it is valid).
-func (v *Value) Bytes() []byte { return v.b }
+// Bytes returns the value in one slice, joining a memory hit's pieces
+// first (see Value for how long it is valid).
+func (v *Value) Bytes() []byte {
+	if v.b != nil {
+		return v.b
+	}
+	return v.mem.Bytes()
+}
+
+// Spans returns the value as the pieces it is stored in, in order, without
+// a copy; none when v holds nothing. The slice belongs to v: it is not to
+// be kept across Swap.
+func (v *Value) Spans() [][]byte {
+	if v.b != nil {
+		v.one[0] = v.b
+		return v.one[:]
+	}
+	return v.mem.Spans()
+}
+
+// Len returns the value's length in bytes, without joining its pieces.
+func (v *Value) Len() int {
+	if v.b != nil {
+		return len(v.b)
+	}
+	return v.mem.Len()
+}
 
 // Lent reports whether Bytes is borrowed from the memory tier.
 func (v *Value) Lent() bool { return v.mem.Lent() }
@@ -37,7 +68,7 @@ func (v *Value) Lent() bool { return v.mem.Lent() }
 func (v *Value) Release() {
 	v.mem.Release()
 	v.disk.Release()
-	v.b = nil
+	v.b, v.one[0] = nil, nil
 }
 
 // SetCopy releases v and sets it to a copy of b: for Store fakes that keep
@@ -61,7 +92,6 @@ func (c *Cache) Lend(key []byte, v *Value) (Tier, bool) {
 	}
 	if _, ok := c.mem.Lend(key, &v.mem); ok {
 		c.record(key)
-		v.b = v.mem.Bytes()
 		return TierMemory, true
 	}
 	if c.disks == nil {

@@ -40,6 +40,9 @@ func TestCacheLend(t *testing.T) {
 				t.Fatalf("Lend = %v %v lent %v, %d bytes; want %v lent %v, %d bytes",
 					tier, ok, v.Lent(), len(v.Bytes()), tc.tier, tc.lent, len(tc.want))
 			}
+			if n := len(v.Spans()); v.Len() != len(tc.want) || n != min(len(tc.want), 1) || n == 1 && !bytes.Equal(v.Spans()[0], tc.want) {
+				t.Fatalf("Len %d, %d pieces; want the value in one", v.Len(), n)
+			}
 		})
 	}
 }

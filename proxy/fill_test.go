@@ -109,7 +109,7 @@ func requestFor(path string) *fasthttp.Request {
 }
 
 // waitFor polls cond (bounded: 10 s).
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

@@ -163,7 +163,9 @@ func (a *arena) alloc(n int) (first, last uint32, ok bool) {
 // Taking the first n free blocks as they stood split entries wherever
 // the list's head run was shorter (a chunk's leftover tail, or a smaller
 // victim's chain): after churn, 20% of 256 KiB entries (80% of 64–320 KiB
-// ones) were stored in pieces and every hit on them was copied.
+// ones) were stored in pieces, and every hit on them was then copied (now
+// lent in pieces, Value.Spans, such a hit still costs a socket writer one
+// buffer more per piece).
 func (a *arena) takeRun(n int) (first, last uint32, ok bool) {
 	if a.nfree < n {
 		return noBlock, noBlock, false

@@ -100,7 +100,7 @@ const stripes = 16
 // counters is one stripe of hit and miss counts, a cache line of its own.
 type counters struct {
 	hits, misses atomic.Uint64
-	copied       atomic.Uint64 // value bytes copied out by Get and Lend
+	copied       atomic.Uint64 // value bytes copied out by Get, Lend and Value.Bytes
 	lent         atomic.Int64  // Values lent minus released (each on its goroutine's stripe)
 	_            [32]byte
 }
@@ -125,7 +125,7 @@ type Stats struct {
 	Refused     uint64 // Set refused an entry (too big, already expired, closed)
 	Evictions   uint64 // entries evicted by the policy (each offered to OnEvict)
 	EvictCopies uint64 // evicted values OnEvict copied out (Evicted.CopyValue)
-	Copied      uint64 // value bytes hits copied out (Get, and Lend below LendMin)
+	Copied      uint64 // value bytes hits copied out (Get, Lend below LendMin, Value.Bytes joining pieces)
 	CopiedIn    uint64 // value bytes Set and its variants copied into the arena
 	Borrowed    int64  // Values lent and not yet released (a gauge)
 	Expirations uint64 // expired entries dropped

@@ -33,6 +33,7 @@ func (m *Cache) pinned() int {
 type heldValues struct {
 	vals [4]*Value
 	want [4][]byte
+	now  []byte
 	next int
 }
 
@@ -56,24 +57,48 @@ func (h *heldValues) lend(m *Cache, key []byte, shared bool, model map[string]ui
 	if _, ok := m.Lend(key, v); !ok {
 		return nil
 	}
-	ver, err := modelCheck(key, v.Bytes())
+	h.want[i] = appendPieces(h.want[i][:0], v)
+	ver, err := modelCheck(key, h.want[i])
 	if err != nil {
 		return err
 	}
 	if want, owned := model[string(key)]; !shared && (!owned || ver != want) {
 		return fmt.Errorf("%s: lent version %d, model %d (%v)", key, ver, want, owned)
 	}
-	h.want[i] = append(h.want[i][:0], v.Bytes()...)
 	return nil
 }
 
+// release checks the held value's pieces (the borrowed bytes themselves,
+// not a copy) against what they were at Lend, and every other time its
+// joined Bytes too, then releases it.
 func (h *heldValues) release(i int) error {
 	v := h.vals[i]
-	if v.Bytes() != nil && !bytes.Equal(v.Bytes(), h.want[i]) {
-		return fmt.Errorf("a held value changed under its pin (lent %v): %.40q, was %.40q", v.Lent(), v.Bytes(), h.want[i])
+	if v.Len() > 0 {
+		h.now = appendPieces(h.now[:0], v)
+		if !bytes.Equal(h.now, h.want[i]) {
+			return fmt.Errorf("a held value changed under its pin (lent %v, %d pieces): %.40q, was %.40q",
+				v.Lent(), len(v.Spans()), h.now, h.want[i])
+		}
+		if i%2 == 0 && !bytes.Equal(v.Bytes(), h.want[i]) {
+			return fmt.Errorf("a held value's Bytes (%d pieces) differ from its pieces: %.40q, was %.40q",
+				len(v.Spans()), v.Bytes(), h.want[i])
+		}
 	}
 	v.Release()
 	return nil
+}
+
+// appendPieces appends v's pieces to dst, checking that they add up to
+// v.Len, without joining them in v (Bytes).
+func appendPieces(dst []byte, v *Value) []byte {
+	n := len(dst)
+	for _, p := range v.Spans() {
+		dst = append(dst, p...)
+	}
+	if len(dst)-n != v.Len() {
+		panic(fmt.Sprintf("memory: %d pieces of %d bytes for a value of %d", len(v.Spans()), len(dst)-n, v.Len()))
+	}
+	return dst
 }
 
 func (h *heldValues) releaseAll() {
@@ -122,6 +147,23 @@ func TestLend(t *testing.T) {
 	}
 }
 
+// removal is a way a lent entry leaves the cache.
+type removal struct {
+	name   string
+	policy Policy // FIFO for evict: S3-FIFO keeps a hit entry over one-hit fills
+	remove func(m *Cache)
+}
+
+// removals returns the ways a writer removes key, a value of size bytes:
+// overwrite, delete, and evict (by the Sets that follow).
+func removals(key []byte, size int) []removal {
+	return []removal{
+		{"overwrite", S3FIFO, func(m *Cache) { m.Set(key, bytes.Repeat([]byte("n"), size), time.Time{}) }},
+		{"delete", S3FIFO, func(m *Cache) { m.Delete(key) }},
+		{"evict", FIFO, func(m *Cache) {}},
+	}
+}
+
 // TestLendOutlivesEntry lends a large value, removes its entry in each
 // way a writer can, and then writes enough to reuse every free block: the
 // lent bytes must not change, must stay charged (Stats.Lent) until
@@ -129,21 +171,14 @@ func TestLend(t *testing.T) {
 func TestLendOutlivesEntry(t *testing.T) {
 	const size = 64 << 10
 	key := []byte("lent")
-	for _, tc := range []struct {
-		name   string
-		policy Policy // FIFO for evict: S3-FIFO keeps a hit entry over one-hit fills
-		remove func(m *Cache)
-	}{
-		{"overwrite", S3FIFO, func(m *Cache) { m.Set(key, bytes.Repeat([]byte("n"), size), time.Time{}) }},
-		{"delete", S3FIFO, func(m *Cache) { m.Delete(key) }},
-		{"evict", FIFO, func(m *Cache) {}}, // the fill below evicts it
+	for _, tc := range append(removals(key, size), []removal{
 		{"expire", S3FIFO, func(m *Cache) {
 			m.cfg.now = func() int64 { return time.Now().Add(time.Hour).UnixNano() }
 			var v Value
 			m.Lend(key, &v) // finds it expired and drops it
 		}},
 		{"close", S3FIFO, func(m *Cache) { _ = m.Close() }},
-	} {
+	}...) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTestCache(t, Options{Capacity: 1 << 20, Shards: 1, Policy: tc.policy}, ^uint64(0))
 			old := bytes.Repeat([]byte("o"), size)
@@ -179,6 +214,91 @@ func TestLendOutlivesEntry(t *testing.T) {
 				t.Fatalf("%d pins left", n)
 			}
 			v.Release() // idempotent
+		})
+	}
+}
+
+// splitEntry sets key to a value of size bytes that the arena stores in
+// pieces: freed runs of blocks are spread out, and the arena takes free
+// blocks as they come (scatter). REQUIRES: m has one shard, nothing set.
+func splitEntry(t *testing.T, m *Cache, key []byte, size int) []byte {
+	t.Helper()
+	m.shards[0].arena.scatter = true
+	for i := range 32 {
+		m.Set(fmt.Appendf(nil, "frag%d", i), make([]byte, size/8), time.Time{})
+	}
+	for i := 0; i < 32; i += 2 {
+		m.Delete(fmt.Appendf(nil, "frag%d", i))
+	}
+	val := make([]byte, size)
+	for i := range val {
+		val[i] = byte(i*7 + i>>8)
+	}
+	if !m.Set(key, val, time.Now().Add(time.Minute)) {
+		t.Fatal("Set refused the value")
+	}
+	return val
+}
+
+// TestLendSplit lends values stored in pieces (several runs of blocks):
+// Spans are the stored bytes, in order, without a copy; Bytes joins them
+// once, counted in Stats.Copied; and the pin keeps the pieces unchanged
+// through an overwrite, a delete or an eviction and the writes that reuse
+// every free block, until Release frees and uncharges them.
+func TestLendSplit(t *testing.T) {
+	const size = 64 << 10
+	key := []byte("split")
+	for _, tc := range removals(key, size) {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestCache(t, Options{Capacity: 1 << 20, Shards: 1, Policy: tc.policy}, ^uint64(0))
+			val := splitEntry(t, m, key, size)
+			before := m.Stats().Copied
+			var v Value
+			if _, ok := m.Lend(key, &v); !ok || !v.Lent() || len(v.Spans()) < 2 {
+				t.Fatalf("Lend: hit %v, lent %v, %d pieces; want a value lent in pieces", ok, v.Lent(), len(v.Spans()))
+			}
+			if got := appendPieces(nil, &v); !bytes.Equal(got, val) || v.Len() != size {
+				t.Fatalf("pieces hold %d bytes (Len %d), not the value", len(got), v.Len())
+			}
+			if cap(v.buf) != 0 || m.Stats().Copied != before {
+				t.Fatalf("Lend copied: buffer %d bytes, Stats.Copied +%d", cap(v.buf), m.Stats().Copied-before)
+			}
+			tc.remove(m)
+			for i := range 64 { // 4 MiB through a 1 MiB tier
+				m.Set(fmt.Appendf(nil, "fill%d", i), bytes.Repeat([]byte{byte(i)}, size), time.Time{})
+			}
+			var now Value
+			if _, ok := m.Lend(key, &now); ok && tc.name != "overwrite" {
+				t.Fatal("the entry is still in the cache")
+			}
+			now.Release()
+			if got := appendPieces(nil, &v); !bytes.Equal(got, val) {
+				t.Fatal("lent pieces changed under their pin")
+			}
+			if st := m.Stats(); st.Lent < size || st.Bytes > st.Capacity {
+				t.Fatalf("while lent: %+v; want Lent ≥ %d, Bytes ≤ Capacity", st, size)
+			}
+			for range 2 { // joined once
+				if !bytes.Equal(v.Bytes(), val) {
+					t.Fatal("Bytes differs from the value")
+				}
+				if got := m.Stats().Copied - before; got != size {
+					t.Fatalf("Stats.Copied +%d after Bytes, want +%d (one join)", got, size)
+				}
+			}
+			if err := m.check(); err != nil {
+				t.Fatal(err)
+			}
+			v.Release()
+			if st := m.Stats(); st.Lent != 0 || st.Borrowed != 0 {
+				t.Fatalf("after Release: %+v", st)
+			}
+			if err := m.check(); err != nil {
+				t.Fatal(err)
+			}
+			if n := m.pinned(); n != 0 {
+				t.Fatalf("%d pins left", n)
+			}
 		})
 	}
 }
@@ -235,11 +355,15 @@ func TestPinProtocol(t *testing.T) {
 
 // TestLendHotKeyRace has 64 goroutines lend one hot key (and a few
 // others) while writers overwrite, delete and evict them; each borrower
-// holds its value across a yield and checks it is intact before release.
-// At the end nothing may stay pinned or charged as lent. Run with -race.
+// holds its value across a yield and checks its pieces (the borrowed
+// bytes, not a joined copy) are intact before release. The churn of
+// mixed sizes leaves the free list in short runs, so many values are lent
+// in pieces (about half of the lends). At the end nothing may stay
+// pinned or charged as lent. Run with -race.
 func TestLendHotKeyRace(t *testing.T) {
 	m := newTestCache(t, Options{Capacity: 2 << 20, Shards: 2, BlockSize: 256}, ^uint64(0))
 	m.cfg.lendMin = 1024
+	var lends, split atomic.Int64
 	keys := [][]byte{[]byte("hot"), []byte("warm1"), []byte("warm2")}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -250,6 +374,7 @@ func TestLendHotKeyRace(t *testing.T) {
 			defer wg.Done()
 			var v Value
 			defer v.Release()
+			var want, now []byte
 			for i := 0; !stop.Load(); i++ {
 				k := keys[0]
 				if i%4 == 3 {
@@ -258,14 +383,17 @@ func TestLendHotKeyRace(t *testing.T) {
 				if _, ok := m.Lend(k, &v); !ok {
 					continue
 				}
-				want := append([]byte(nil), v.Bytes()...)
+				want = appendPieces(want[:0], &v)
 				if _, err := modelCheck(k, want); err != nil {
 					errs <- err
 					return
 				}
+				if lends.Add(1); len(v.Spans()) > 1 {
+					split.Add(1)
+				}
 				runtime.Gosched() // let writers run while it is held
-				if !bytes.Equal(v.Bytes(), want) {
-					errs <- fmt.Errorf("%s changed under its pin", k)
+				if now = appendPieces(now[:0], &v); !bytes.Equal(now, want) {
+					errs <- fmt.Errorf("%s changed under its pin (%d pieces)", k, len(v.Spans()))
 					return
 				}
 				v.Release()
@@ -302,6 +430,9 @@ func TestLendHotKeyRace(t *testing.T) {
 	if n := m.pinned(); n != 0 {
 		t.Fatalf("%d pins left", n)
 	}
+	if t.Logf("%d of %d lends in pieces", split.Load(), lends.Load()); split.Load() == 0 {
+		t.Fatal("no value was lent in pieces")
+	}
 }
 
 func TestLendAllocs(t *testing.T) {
@@ -311,15 +442,27 @@ func TestLendAllocs(t *testing.T) {
 	m := newTestCache(t, Options{Capacity: 4 << 20}, ^uint64(0))
 	m.Set([]byte("small"), make([]byte, 100), time.Time{})
 	m.Set([]byte("large"), make([]byte, 256<<10), time.Time{})
+	split := newTestCache(t, Options{Capacity: 4 << 20, Shards: 1}, ^uint64(0))
+	splitEntry(t, split, []byte("split"), 256<<10)
 	var v Value
-	for _, k := range []string{"small", "large"} {
-		key := []byte(k)
-		m.Lend(key, &v) // grows v's buffer once
+	for _, tc := range []struct {
+		m   *Cache
+		key string
+	}{{m, "small"}, {m, "large"}, {split, "split"}} {
+		key := []byte(tc.key)
+		tc.m.Lend(key, &v) // grows v's buffers once
+		if tc.key == "split" && len(v.Spans()) <= inSpans {
+			t.Fatalf("split: %d pieces, want more than the %d a Value holds in place", len(v.Spans()), inSpans)
+		}
 		if n := testing.AllocsPerRun(100, func() {
-			m.Lend(key, &v)
+			tc.m.Lend(key, &v)
+			_ = v.Spans()
 			v.Release()
 		}); n != 0 {
-			t.Fatalf("%s: %v allocs per Lend", k, n)
+			t.Fatalf("%s: %v allocs per Lend", tc.key, n)
+		}
+		if tc.key == "split" && len(v.Spans()) != 0 {
+			t.Fatal("Spans after Release")
 		}
 	}
 }
