@@ -144,7 +144,7 @@ var memoryStatDefs = []statDef{
 	gauge("strata_cache_memory_entries", "Live entries in the memory tier.", func(s *hybrid.Stats) float64 { return float64(s.Memory.Entries) }),
 	gauge("strata_cache_memory_used_bytes", "Bytes charged to the memory tier's entries.", func(s *hybrid.Stats) float64 { return float64(s.Memory.Bytes) }),
 	gauge("strata_cache_memory_capacity_bytes", "The memory tier's configured capacity.", func(s *hybrid.Stats) float64 { return float64(s.Memory.Capacity) }),
-	counter("strata_cache_memory_copied_bytes_total", "Value bytes memory hits copied out (small values; large ones are lent).", func(s *hybrid.Stats) uint64 { return s.Memory.Copied }),
+	counter("strata_cache_memory_copied_bytes_total", "Value bytes memory hits copied out: small values, and large ones stored in pieces when joined (large ones are lent).", func(s *hybrid.Stats) uint64 { return s.Memory.Copied }),
 	gauge("strata_cache_memory_lent_values", "Memory tier values lent to responses and not yet released.", func(s *hybrid.Stats) float64 { return float64(s.Memory.Borrowed) }),
 	gauge("strata_cache_memory_lent_bytes", "Bytes still charged for entries removed from the memory tier while lent.", func(s *hybrid.Stats) float64 { return float64(s.Memory.Lent) }),
 	counter("strata_cache_misses_total", "Lookups neither tier answered.", func(s *hybrid.Stats) uint64 { return s.Misses() }),
