@@ -34,8 +34,9 @@
 //     bandwidth to spare (room: never-written space, or reclaimers that
 //     keep up; a short write queue; no read waiting: the Device
 //     interface) is admitted as Fill, under an endurance budget of drive
-//     writes per day (default 1, a week's worth held), else OverBudget. A
-//     cold working set thus reaches the disk at device speed.
+//     writes per day (default 1, a week's worth held, a day's plus one
+//     fill of the device at start), else OverBudget. A cold working set
+//     thus reaches the disk at device speed.
 //   - Chain: all members must admit. New(Options) builds the default
 //     chain: frequency filter first (its "no" is Rejected: cold), then the
 //     rate limiter, a Filler when it knows the device's size (its "no" is

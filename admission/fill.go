@@ -57,7 +57,7 @@ func admitTo(c Controller, dev Device, hash uint64, size int) Decision {
 //
 // The endurance bucket is a token bucket refilled with BytesPerDay a
 // day, holding at most enduranceDays days' worth, starting with one
-// day's, charged with every byte written (rate-admitted ones too); its
+// day's plus one fill of the device (startBudget), charged with every byte written (rate-admitted ones too); its
 // debt is capped at one day, so a steady state writing more than the budget (the rate
 // allows 64 MiB/s, far more than a drive write a day) never postpones a
 // later fill by more than a day. The rate bucket's debt is capped at one burst on every Fill:
@@ -75,7 +75,8 @@ type Filler struct {
 
 var _ DeviceController = (*Filler)(nil)
 
-// NewFiller returns a Filler with full buckets. It applies EnsureDefaults
+// NewFiller returns a Filler with a full rate bucket and an endurance
+// bucket holding startBudget. It applies EnsureDefaults
 // to copies of rate and fill, then Validate; fill.DeviceBytes must be > 0.
 func NewFiller(rate RateOptions, fill FillOptions) (*Filler, error) {
 	rl, err := NewRateLimiter(rate)
@@ -91,9 +92,8 @@ func NewFiller(rate RateOptions, fill FillOptions) (*Filler, error) {
 		return nil, fmt.Errorf("%w: fill.device_bytes %d leaves no daily budget", ErrInvalidOptions, fill.DeviceBytes)
 	}
 	day := newBucket(rl.clock, float64(24*time.Hour)/float64(perDay), perDay/86400, perDay*enduranceDays)
-	// It starts with one day's worth, not the week it may hold: a start
-	// (a deploy, a crash loop) must not grant a week of writes each time.
-	day.empty.Store(day.clock.Nanotime() - int64(24*time.Hour))
+	start := startBudget(perDay, fill.DeviceBytes)
+	day.empty.Store(day.clock.Nanotime() - int64(float64(start)*day.nsPerByte))
 	return &Filler{rate: rl, day: day, perDay: perDay, dayNanos: int64(24 * time.Hour)}, nil
 }
 
@@ -104,8 +104,29 @@ func NewFiller(rate RateOptions, fill FillOptions) (*Filler, error) {
 // re-warm a full device in one go when the working set moves (a 2 GiB set
 // written to a 4 GiB disk whose day's budget earlier sets had mostly
 // spent was a fifth refused, and a fifth of the next pass missed). A
-// start grants one day's worth (NewFiller), not the week.
+// start grants startBudget, not the week.
 const enduranceDays = 7
+
+// startBudget is what the endurance bucket holds at start: one day's
+// worth (perDay) plus one fill of the device (deviceBytes), at most the
+// enduranceDays days' worth the bucket may hold.
+//
+// The fill is there so that a fresh device fills once at device speed
+// whatever drive_writes_per_day says (as long as a week's worth covers a
+// device, i.e. at least 1/6 of a drive write a day), with a day's budget
+// left for what follows: with one day's worth alone at 1 DWPD, a working
+// set as large as the device used up the day on its way down and the sets
+// after it were refused (endurance refusals of the later scenarios in a
+// bench run in sequence). It is not the week the bucket may hold: a start
+// (a deploy, a crash loop) grants at most one more device write than a
+// day's budget, not seven days' worth each time.
+func startBudget(perDay, deviceBytes int64) int64 {
+	week := perDay * enduranceDays
+	if deviceBytes >= week-perDay {
+		return week
+	}
+	return perDay + deviceBytes
+}
 
 // Admit implements Controller: the rate limiter's answer.
 func (f *Filler) Admit(hash uint64, size int) Decision { return f.rate.Admit(hash, size) }

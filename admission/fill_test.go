@@ -30,10 +30,7 @@ func newFiller(t testing.TB, rate, burst, deviceBytes int64, dwpd float64) (*Fil
 // device: rate first, then fill while the device has room, throttled when
 // it has none, over budget once the day's writes reach the budget.
 func TestFillerDecisions(t *testing.T) {
-	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day, a week's held, a day's at start
-	if b := f.Budget(); b != 64*mib {
-		t.Fatalf("budget at start = %d, want one day's %d", b, 64*mib)
-	}
+	f, clk := newFiller(t, mib, mib, 64*mib, 1) // budget 64 MiB a day, a week's held, a day's and a device's at start
 	room, full := filling(true), filling(false)
 	steps := []struct {
 		name   string
@@ -44,8 +41,8 @@ func TestFillerDecisions(t *testing.T) {
 		{"rate tokens: admitted whatever the device", &full, mib, Admitted},
 		{"rate spent, no device: throttled", nil, 0, Throttled},
 		{"rate spent, device full: throttled", &full, 0, Throttled},
-		{"rate spent, device with room: fill", &room, 32 * mib, Fill},
-		{"still room, budget left", &room, 32 * mib, Fill},
+		{"rate spent, device with room: fill", &room, 64 * mib, Fill},
+		{"still room, budget left", &room, 64 * mib, Fill},
 		{"budget spent: over budget", &room, 0, OverBudget},
 		{"budget spent, device full: throttled", &full, 0, Throttled},
 	}
@@ -81,6 +78,49 @@ func TestFillerDecisions(t *testing.T) {
 	clk.Advance(14 * 24 * time.Hour)
 	if b := f.Budget(); b != enduranceDays*64*mib {
 		t.Fatalf("budget after an idle fortnight = %d, want a week's %d", b, enduranceDays*64*mib)
+	}
+}
+
+// TestFillerStartBudget: the endurance budget starts with one day's worth
+// plus one fill of the device, at most the week's worth the bucket holds,
+// so a fresh device fills once at device speed whatever the DWPD (from
+// 1/6 up) and keeps a day's budget for what comes next.
+func TestFillerStartBudget(t *testing.T) {
+	const device = 64 * mib
+	for _, tc := range []struct {
+		name string
+		dwpd float64
+		want int64
+	}{
+		{"1 DWPD: a day and a device", 1, 2 * device},
+		{"3 DWPD", 3, 4 * device},
+		{"1/2 DWPD", 0.5, device + device/2},
+		{"1/6 DWPD: a week is a day and a device", 1.0 / 6, 7 * device / 6},
+		{"1/8 DWPD: capped at a week", 0.125, 7 * device / 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := newFiller(t, mib, mib, device, tc.dwpd)
+			// Rounding (bytes ↔ nanoseconds) may lose a few bytes, never add.
+			if b := f.Budget(); b > tc.want || b < tc.want-16 {
+				t.Fatalf("budget at start = %d, want %d", b, tc.want)
+			}
+			if tc.dwpd < 1.0/6 {
+				return
+			}
+			// A fresh device fills once past the rate, and a day's budget
+			// is left after it.
+			f.Charge(mib) // rate spent
+			room := filling(true)
+			for written := int64(0); written < device; written += mib {
+				if d := f.AdmitTo(&room, 1, mib); d != Fill {
+					t.Fatalf("after %d of the device's %d bytes: %v, want fill", written, device, d)
+				}
+				f.Charge(mib)
+			}
+			if b, day := f.Budget(), int64(tc.dwpd*device); b < day-mib-16 {
+				t.Fatalf("budget after one fill = %d, want a day's %d less the rate's 1 MiB", b, day)
+			}
+		})
 	}
 }
 
@@ -142,12 +182,12 @@ func (*toggle) Record(uint64) {}
 func (*toggle) Charge(int)    {}
 
 // TestFillerConcurrentBudget: goroutines filling a device at once write
-// no more than the budget at start (one day of one drive write a day)
-// plus one entry each (admission is optimistic: each may be admitted just
+// no more than the budget at start (one day of one drive write a day
+// plus one fill of the device) plus one entry each (admission is optimistic: each may be admitted just
 // before another's Charge lands).
 func TestFillerConcurrentBudget(t *testing.T) {
 	const device, entry, workers = 64 * mib, 64 * kib, 8
-	const budget = device
+	const budget = 2 * device
 	f, _ := newFiller(t, kib, kib, device, 1)
 	f.Charge(kib) // rate spent: everything below is fill
 	room := filling(true)

@@ -30,7 +30,8 @@ type FillOptions struct {
 	// DeviceBytes written a day (all writes, rate-admitted ones included):
 	// past it a device no longer fills past the rate. The budget is held
 	// as a week's worth, since flash is rated as an average (commonly
-	// 1–3 DWPD over 5 years), not per day. Default 1; at most 100.
+	// 1–3 DWPD over 5 years), not per day; it starts with a day's worth
+	// plus DeviceBytes (at most the week's). Default 1; at most 100.
 	DriveWritesPerDay float64
 	// DeviceBytes is the disk tier's size (every device's together), which
 	// DriveWritesPerDay multiplies. Default 0: unknown, and New builds a

@@ -146,7 +146,8 @@ func (d *Disk) deviceField(i int, sub string) string {
 // Admission decides what reaches the disk. Rate caps the steady state;
 // a device with write bandwidth to spare fills past it, as fast as its
 // flushers write, within an endurance budget of DriveWritesPerDay of the
-// disk tier's size a day, a week's worth held (admission.Filler).
+// disk tier's size a day, a week's worth held, a day's plus one fill of
+// the disk granted at start (admission.Filler).
 type Admission struct {
 	Rate              Rate    `yaml:"rate"`                 // steady-state disk write budget; default 64MiB/s
 	Burst             Size    `yaml:"burst"`                // token bucket depth; default 2 × region size

@@ -16,23 +16,65 @@ import (
 )
 
 // strataCounters are strata's own counters that say where a run's misses
-// came from: whether the warm-up reached the disk (admission refusals,
-// write-queue drops) and whether disk reads were lost on the way back
-// (timeouts, a full read queue, a device taken out of service). The
-// origin's request count says how many misses there were; these say why.
+// came from. The origin's request count says how many misses there were;
+// these say why, so that a full run explains itself:
+//   - lookups: which tier answered, and how often the disk was asked;
+//   - whether the warm-up reached the disk: inserts, admission decisions
+//     by reason (rate, fill; refused cold, rate, endurance), drops by
+//     reason (admission, queue, too_large, expired, offline), memory
+//     evictions that went down;
+//   - whether what was written stayed: removes, superseded writes, reclaim
+//     evictions and reinsertions, expiry;
+//   - whether disk reads were lost on the way back: corruptions, hash
+//     collisions, timeouts, a full read queue, I/O and write failures, a
+//     device taken out of service;
+//   - whether the proxy itself failed a fill: fetch and origin errors,
+//     corrupt objects.
+//
+// Every name is one that strata's /metrics exposes
+// (TestStrataCountersExist); a missing one records nothing.
 var strataCounters = []string{
+	// Lookups.
 	"strata_cache_memory_hits_total",
+	"strata_cache_memory_misses_total",
+	"strata_disk_gets_total",
 	"strata_disk_hits_total",
+	"strata_disk_pending_hits_total",
 	"strata_cache_misses_total",
 	"strata_cache_promotions_total",
+	// The way down.
+	"strata_cache_memory_sets_total",
+	"strata_cache_memory_evictions_total",
+	"strata_cache_memory_expirations_total",
+	"strata_cache_evicted_to_disk_total",
+	"strata_cache_direct_to_disk_total",
+	"strata_disk_inserts_total",
 	"strata_disk_admitted_total",
 	"strata_disk_admission_refused_total",
 	"strata_disk_dropped_total",
+	"strata_disk_written_bytes_total",
+	"strata_disk_write_failed_total",
+	// What was written, then lost.
+	"strata_disk_removes_total",
+	"strata_disk_superseded_total",
+	"strata_disk_reclaims_total",
+	"strata_disk_evictions_total",
+	"strata_disk_reinsertions_total",
+	"strata_disk_expired_on_read_total",
+	// The way back.
+	"strata_disk_corruptions_total",
+	"strata_disk_hash_collisions_total",
 	"strata_disk_read_timeouts_total",
 	"strata_disk_read_queue_full_total",
+	"strata_disk_io_errors_total",
+	"strata_disk_device_errors_total",
 	"strata_disk_out_of_service_total",
-	"strata_disk_evictions_total",
-	"strata_disk_written_bytes_total",
+	"strata_disk_offline_gets_total",
+	// Fills.
+	"strata_cache_fetches_total",
+	"strata_cache_fetch_errors_total",
+	"strata_origin_errors_total",
+	"strata_corrupt_objects_total",
 }
 
 // counterSnapshot maps a counter with its labels ("name{k=v}") to its

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,5 +43,36 @@ strata_disk_read_timeouts_total 2
 	}
 	if delta(nil, a) != nil {
 		t.Error("delta with a failed scrape is not nil")
+	}
+}
+
+// TestStrataCountersExist: every name peerbench records is one strata
+// registers (a quoted literal in its non-test sources outside bench/), so
+// a renamed or misspelt counter fails here rather than vanishing from the
+// report.
+func TestStrataCountersExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var src strings.Builder
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "bench" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		src.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strataCounters {
+		if !strings.Contains(src.String(), `"`+name+`"`) {
+			t.Errorf("%s: no strata source registers it", name)
+		}
 	}
 }

@@ -83,7 +83,8 @@ package disk
 //
 // Insert runs admission (Options.Admission; nil admits all; a
 // FillAdmitter is handed the engine, whose Filling says whether the device
-// has room (never-written regions, or reclaimers that keep up), a short
+// has room (never-written regions, or reclaimers that keep up: a reserve
+// short of at most the region being refilled), a short
 // queue and no read waiting), checks the
 // size against what one buffer can hold (larger entries are refused and
 // counted: never accepted then lost) and the byte bound QueueBytes, copies

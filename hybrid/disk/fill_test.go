@@ -25,9 +25,10 @@ func (a *fillAdmitter) AdmitTo(dev interface{ Filling() bool }, _ uint64, _ int)
 // TestFilling: a device is Filling while its write queue is short and
 // it has room: never-written regions beyond the reclaimers' reserve (a
 // fresh device: writing there evicts nothing), or, once those are
-// written, a reserve the reclaimers keep full (each region written is
-// then one reclaimed). Reclaimers behind, or a region's worth queued on a
-// full device, stop it. Insert asks a FillAdmitter's AdmitTo with the
+// written, reclaimers that keep up with their reserve (each region
+// written is then one reclaimed; the reserve may lack the one a reclaimer
+// is refilling). Reclaimers behind, or a region's worth queued on a full
+// device, stop it. Insert asks a FillAdmitter's AdmitTo with the
 // engine itself.
 func TestFilling(t *testing.T) {
 	o := testOpts() // 1 MiB regions, CleanRegions 3, queue 4 MiB
@@ -84,16 +85,40 @@ func TestFilling(t *testing.T) {
 	if !e.Filling() {
 		t.Fatalf("full device, reserve kept, queue empty: Filling false")
 	}
-	id := <-e.regions.clean // the reclaimers are behind
-	if e.Filling() {
-		t.Errorf("full device, reclaimers behind: Filling true")
+	id := <-e.regions.clean // a flusher took one; a reclaimer refills it
+	if !e.Filling() {
+		t.Errorf("full device, reserve one short (a reclaim under way): Filling false")
 	}
+	id2 := <-e.regions.clean // the reclaimers are behind
+	if e.Filling() {
+		t.Errorf("full device, reserve two short (reclaimers behind): Filling true")
+	}
+	e.regions.clean <- id2
 	e.regions.clean <- id
 	e.queued.Add(o.RegionSize) // a region's worth queued
 	if e.Filling() {
 		t.Errorf("full device, a region's worth queued: Filling true")
 	}
 	e.queued.Add(-o.RegionSize)
+}
+
+// TestKeepingUp: on a full device, the reserve may lack the one region a
+// reclaimer is refilling, never its last one.
+func TestKeepingUp(t *testing.T) {
+	f := func(clean, target int, want bool) {
+		t.Helper()
+		if got := keepingUp(clean, target); got != want {
+			t.Errorf("keepingUp(clean %d, target %d) = %v, want %v", clean, target, got, want)
+		}
+	}
+	f(3, 3, true)  // whole reserve
+	f(2, 3, true)  // one short: a reclaim under way
+	f(1, 3, false) // two short: reclaimers behind
+	f(0, 3, false)
+	f(1, 1, true)  // a reserve of one
+	f(0, 1, false) // ... is never one short: a flusher would wait
+	f(7, 8, true)
+	f(6, 8, false)
 }
 
 // waitReserve waits for the reclaimers to fill their reserve of clean
