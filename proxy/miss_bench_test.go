@@ -12,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // missConn is a net.Conn that reads n GET requests for distinct URLs
@@ -40,6 +43,26 @@ func (c *missConn) Read(b []byte) (int, error) {
 // server on loopback answering every URL with a cacheable 1 KiB body (it
 // allocates next to nothing itself).
 func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
+	store := newMapStore()
+	return missServerOver(tb, store), store
+}
+
+// missServerOver is missServer over store.
+func missServerOver(tb testing.TB, store Store) *fasthttp.Server {
+	addr := missOrigin(tb)
+	srv, err := New(store, Options{
+		Origins:    []OriginOptions{{URL: "http://" + addr, ResponseTimeout: 5 * time.Second}},
+		Registerer: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Close(context.Background()) })
+	return srv.HTTPServer()
+}
+
+// missOrigin starts missServer's origin and returns its address.
+func missOrigin(tb testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -56,19 +79,8 @@ func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
 		ctx.SetBody(body)
 	}}
 	go func() { _ = origin.Serve(ln) }()
-	store := newMapStore()
-	srv, err := New(store, Options{
-		Origins:    []OriginOptions{{URL: "http://" + ln.Addr().String(), ResponseTimeout: 5 * time.Second}},
-		Registerer: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = srv.Close(context.Background())
-		_ = origin.Shutdown()
-	})
-	return srv.HTTPServer(), store
+	tb.Cleanup(func() { _ = origin.Shutdown() })
+	return ln.Addr().String()
 }
 
 // BenchmarkMiss serves 1 KiB misses through fasthttp's server loop on a
@@ -76,18 +88,60 @@ func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
 // origin's small share included) without the client socket.
 func BenchmarkMiss(b *testing.B) {
 	hs, store := missServer(b)
+	conn := serveMisses(b, hs)
+	if store.Len() < b.N || conn.written < int64(b.N)*1024 {
+		b.Fatalf("%d stored, %d bytes written for %d misses", store.Len(), conn.written, b.N)
+	}
+}
+
+// serveMisses serves b.N misses through hs on a replayed connection,
+// timed, and reports CPU ns and page faults per miss besides allocations.
+func serveMisses(b *testing.B, hs *fasthttp.Server) *missConn {
 	b.ReportAllocs()
 	b.SetBytes(1024)
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0, faults0 := processCPU(), processFaults()
 	conn := &missConn{replayConn: replayConn{n: b.N}}
 	if err := hs.ServeConn(conn); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-	if store.Len() < b.N || conn.written < int64(b.N)*1024 {
-		b.Fatalf("%d stored, %d bytes written for %d misses", store.Len(), conn.written, b.N)
+	b.ReportMetric(float64(processFaults()-faults0)/float64(b.N), "faults/op")
+	return conn
+}
+
+// BenchmarkMissHybrid is BenchmarkMiss over a memory-only hybrid.Cache
+// of 256 MiB that starts empty, as the peer benchmark's misses fill one:
+// the memory tier's insert (arena, index and slot growth) included.
+func BenchmarkMissHybrid(b *testing.B) {
+	cache, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 256 << 20}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cache.Close(context.Background()) })
+	hs := missServerOver(b, cache)
+	conn := serveMisses(b, hs)
+	if st := cache.Stats().Memory; conn.written < int64(b.N)*1024 || st.Sets == 0 {
+		b.Fatalf("%d sets, %d bytes written for %d misses", st.Sets, conn.written, b.N)
+	}
+}
+
+// BenchmarkMissBare is BenchmarkMiss through a bare fasthttp proxy
+// (HostClient.Do to the same origin, the response copied to the client,
+// nothing stored): the Go ceiling a miss's CPU is held against.
+func BenchmarkMissBare(b *testing.B) {
+	hc := &fasthttp.HostClient{Addr: missOrigin(b), Dial: func(addr string) (net.Conn, error) {
+		return net.Dial("tcp", addr) // fasthttp's default dialer leaves a goroutine behind
+	}}
+	hs := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
+			ctx.Error(err.Error(), fasthttp.StatusBadGateway)
+		}
+	}}
+	conn := serveMisses(b, hs)
+	if conn.written < int64(b.N)*1024 {
+		b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
 	}
 }
 
