@@ -153,7 +153,9 @@ func BenchmarkMissBare(b *testing.B) {
 // with edge.early_hints on, whose requests take strata's own transport,
 // origin_hints.go, not fasthttp's default; 8 since fills are recycled,
 // fill_pool.go: fasthttp's streamed client response 4, the test store's
-// copy 2, the replayed connection 2, none of strata's own).
+// copy 2, the replayed connection 2, none of strata's own; 5 since every
+// origin exchange takes strata's transport, whose streamed body is one
+// allocation, origin_hints.go).
 func TestMissAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -174,7 +176,7 @@ func TestMissAllocs(t *testing.T) {
 	if store.Len() < 200+n {
 		t.Fatalf("%d stored", store.Len())
 	}
-	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 8.5 {
-		t.Errorf("%.1f allocations per miss, want <= 8", per)
+	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 5.5 {
+		t.Errorf("%.1f allocations per miss, want <= 5", per)
 	}
 }
