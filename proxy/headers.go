@@ -22,6 +22,18 @@ var fillDropped = [][]byte{
 	httpcache.HeaderIfUnmodifiedSince, httpcache.HeaderIfRange, httpcache.HeaderRange,
 }
 
+// fillRequestHeader sets dst to the client's request header src as a
+// shared fill sends it: a GET, without fillDropped's fields and without
+// Content-Length.
+func fillRequestHeader(dst, src *fasthttp.RequestHeader) {
+	src.CopyTo(dst)
+	for _, h := range fillDropped {
+		dst.DelBytes(h)
+	}
+	dst.DelBytes(httpcache.HeaderContentLength)
+	dst.SetMethod(fasthttp.MethodGet)
+}
+
 // connectionValue returns the Connection header's token list of h, or nil.
 func connectionValue(h *fasthttp.ResponseHeader) []byte {
 	return h.PeekBytes(httpcache.HeaderConnection)
