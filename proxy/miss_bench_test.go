@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,18 +98,39 @@ func BenchmarkMiss(b *testing.B) {
 // serveMisses serves b.N misses through hs on a replayed connection,
 // timed, and reports CPU ns and page faults per miss besides allocations.
 func serveMisses(b *testing.B, hs *fasthttp.Server) *missConn {
+	return serveMissesOn(b, hs, 1)
+}
+
+// serveMissesOn is serveMisses over conns connections served at once,
+// each asking for its own URLs; it returns one connection standing for
+// all (written: the bytes all were sent).
+func serveMissesOn(b *testing.B, hs *fasthttp.Server, conns int) *missConn {
 	b.ReportAllocs()
 	b.SetBytes(1024)
+	cs := make([]*missConn, conns)
+	for i := range cs {
+		lo, hi := b.N*i/conns, b.N*(i+1)/conns
+		cs[i] = &missConn{replayConn: replayConn{n: hi}, i: lo}
+	}
 	b.ResetTimer()
 	cpu0, faults0 := processCPU(), processFaults()
-	conn := &missConn{replayConn: replayConn{n: b.N}}
-	if err := hs.ServeConn(conn); err != nil {
-		b.Fatal(err)
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = hs.ServeConn(c) })
 	}
+	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(processFaults()-faults0)/float64(b.N), "faults/op")
-	return conn
+	all := &missConn{}
+	for i, c := range cs {
+		if errs[i] != nil {
+			b.Fatal(errs[i])
+		}
+		all.written += c.written
+	}
+	return all
 }
 
 // BenchmarkMissHybrid is BenchmarkMiss over a memory-only hybrid.Cache
@@ -131,18 +153,44 @@ func BenchmarkMissHybrid(b *testing.B) {
 // (HostClient.Do to the same origin, the response copied to the client,
 // nothing stored): the Go ceiling a miss's CPU is held against.
 func BenchmarkMissBare(b *testing.B) {
+	conn := serveMisses(b, bareProxy(b))
+	if conn.written < int64(b.N)*1024 {
+		b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+	}
+}
+
+// bareProxy is BenchmarkMissBare's proxy.
+func bareProxy(b *testing.B) *fasthttp.Server {
 	hc := &fasthttp.HostClient{Addr: missOrigin(b), Dial: func(addr string) (net.Conn, error) {
 		return net.Dial("tcp", addr) // fasthttp's default dialer leaves a goroutine behind
 	}}
-	hs := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+	return &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
 			ctx.Error(err.Error(), fasthttp.StatusBadGateway)
 		}
 	}}
-	conn := serveMisses(b, hs)
-	if conn.written < int64(b.N)*1024 {
-		b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
-	}
+}
+
+// BenchmarkMissParallel is BenchmarkMissBare and BenchmarkMissHybrid
+// with 16 client connections served at once (origin connections as
+// needed): hand-offs and wake-ups between goroutines show here.
+func BenchmarkMissParallel(b *testing.B) {
+	const conns = 16
+	b.Run("bare", func(b *testing.B) {
+		if conn := serveMissesOn(b, bareProxy(b), conns); conn.written < int64(b.N)*1024 {
+			b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+		}
+	})
+	b.Run("hybrid", func(b *testing.B) {
+		cache, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 256 << 20}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cache.Close(context.Background()) })
+		if conn := serveMissesOn(b, missServerOver(b, cache), conns); conn.written < int64(b.N)*1024 {
+			b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+		}
+	})
 }
 
 // TestMissAllocs bounds the allocations of a 1 KiB miss, the origin
