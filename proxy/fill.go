@@ -322,12 +322,7 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	}
 	rp := &st.rp
 	req := fasthttp.AcquireRequest()
-	ctx.Request.Header.CopyTo(&req.Header)
-	for _, h := range fillDropped {
-		req.Header.DelBytes(h)
-	}
-	req.Header.DelBytes(httpcache.HeaderContentLength)
-	req.Header.SetMethod(fasthttp.MethodGet)
+	fillRequestHeader(&req.Header, &ctx.Request.Header)
 	f.addValidators(req)
 	s.prepareOriginRequest(req, ctx, o)
 	s.nfills.Add(1)

@@ -22,6 +22,35 @@ var fillDropped = [][]byte{
 	httpcache.HeaderIfUnmodifiedSince, httpcache.HeaderIfRange, httpcache.HeaderRange,
 }
 
+// fillRequestHeader sets dst to the client's request header src as a
+// shared fill sends it: a GET, without fillDropped's fields and without
+// Content-Length.
+//
+// One walk over the fields finds which of fillDropped's are there, and
+// only those are deleted: each DelBytes copies and normalises its name
+// and walks every field, and most requests carry none of the six (half
+// the cost of building a fill's request header of eight fields). The
+// names compare as DelBytes compares them: byte for byte with the stored
+// ones, which the server has normalised as fillDropped's are.
+func fillRequestHeader(dst, src *fasthttp.RequestHeader) {
+	src.CopyTo(dst)
+	var present uint
+	for k := range dst.All() {
+		for i, name := range fillDropped {
+			if string(k) == string(name) {
+				present |= 1 << i
+			}
+		}
+	}
+	for i, name := range fillDropped {
+		if present&(1<<i) != 0 {
+			dst.DelBytes(name)
+		}
+	}
+	dst.DelBytes(httpcache.HeaderContentLength)
+	dst.SetMethod(fasthttp.MethodGet)
+}
+
 // connectionValue returns the Connection header's token list of h, or nil.
 func connectionValue(h *fasthttp.ResponseHeader) []byte {
 	return h.PeekBytes(httpcache.HeaderConnection)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,53 @@ func TestStoredNamesCanonical(t *testing.T) {
 		if !strings.Contains(h, "X-Lower: 1\r\nEtag: \"e\"\r\nBad Name: 2\r\n") || !strings.Contains(h, want) {
 			t.Fatalf("normalising off=%v:\n%s", off, h)
 		}
+	}
+}
+
+// TestFillRequestHeader: a fill's request keeps the client's fields but
+// its conditionals, ranges and Content-Length, whatever case the client
+// wrote them in (the server normalises names), and is a GET.
+func TestFillRequestHeader(t *testing.T) {
+	var src, dst fasthttp.RequestHeader
+	src.SetMethod(fasthttp.MethodHead)
+	src.SetRequestURI("/a")
+	src.SetHost("example.com")
+	for _, kv := range [][2]string{
+		{"User-Agent", "ua"}, {"if-none-match", `"x"`}, {"Accept", "*/*"}, {"RANGE", "bytes=0-1"},
+		{"If-Modified-Since", "Tue, 01 Dec 2026 10:00:00 GMT"}, {"X-Custom", "1"}, {"If-Match", `"y"`},
+		{"If-Unmodified-Since", "Tue, 01 Dec 2026 10:00:00 GMT"}, {"If-Range", `"z"`}, {"Content-Length", "0"},
+		{"Accept-Encoding", "gzip"},
+	} {
+		src.Set(kv[0], kv[1])
+	}
+	fillRequestHeader(&dst, &src)
+	var got []string
+	for k, v := range dst.All() {
+		got = append(got, string(k)+": "+string(v))
+	}
+	slices.Sort(got)
+	want := []string{"Accept-Encoding: gzip", "Accept: */*", "Host: example.com", "User-Agent: ua", "X-Custom: 1"}
+	if !slices.Equal(got, want) || string(dst.Method()) != fasthttp.MethodGet {
+		t.Errorf("%s %q, want GET %q", dst.Method(), got, want)
+	}
+}
+
+// BenchmarkFillRequestHeader builds a fill's request header from a
+// browser-like request of eight fields without conditionals.
+func BenchmarkFillRequestHeader(b *testing.B) {
+	var src, dst fasthttp.RequestHeader
+	src.SetRequestURI("/static/app.js")
+	src.SetHost("example.com")
+	for _, kv := range [][2]string{
+		{"User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"},
+		{"Accept", "*/*"}, {"Accept-Language", "en-GB,en;q=0.5"}, {"Accept-Encoding", "gzip, deflate, br, zstd"},
+		{"Referer", "https://example.com/"}, {"Sec-Fetch-Mode", "no-cors"}, {"Connection", "keep-alive"},
+	} {
+		src.Set(kv[0], kv[1])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		dst.Reset()
+		fillRequestHeader(&dst, &src)
 	}
 }

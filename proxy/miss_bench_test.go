@@ -7,11 +7,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"strata/hybrid"
+	"strata/hybrid/memory"
 )
 
 // missConn is a net.Conn that reads n GET requests for distinct URLs
@@ -40,6 +44,26 @@ func (c *missConn) Read(b []byte) (int, error) {
 // server on loopback answering every URL with a cacheable 1 KiB body (it
 // allocates next to nothing itself).
 func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
+	store := newMapStore()
+	return missServerOver(tb, store), store
+}
+
+// missServerOver is missServer over store.
+func missServerOver(tb testing.TB, store Store) *fasthttp.Server {
+	addr := missOrigin(tb)
+	srv, err := New(store, Options{
+		Origins:    []OriginOptions{{URL: "http://" + addr, ResponseTimeout: 5 * time.Second}},
+		Registerer: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Close(context.Background()) })
+	return srv.HTTPServer()
+}
+
+// missOrigin starts missServer's origin and returns its address.
+func missOrigin(tb testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -56,19 +80,8 @@ func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
 		ctx.SetBody(body)
 	}}
 	go func() { _ = origin.Serve(ln) }()
-	store := newMapStore()
-	srv, err := New(store, Options{
-		Origins:    []OriginOptions{{URL: "http://" + ln.Addr().String(), ResponseTimeout: 5 * time.Second}},
-		Registerer: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = srv.Close(context.Background())
-		_ = origin.Shutdown()
-	})
-	return srv.HTTPServer(), store
+	tb.Cleanup(func() { _ = origin.Shutdown() })
+	return ln.Addr().String()
 }
 
 // BenchmarkMiss serves 1 KiB misses through fasthttp's server loop on a
@@ -76,19 +89,108 @@ func missServer(tb testing.TB) (*fasthttp.Server, *mapStore) {
 // origin's small share included) without the client socket.
 func BenchmarkMiss(b *testing.B) {
 	hs, store := missServer(b)
-	b.ReportAllocs()
-	b.SetBytes(1024)
-	b.ResetTimer()
-	cpu0 := processCPU()
-	conn := &missConn{replayConn: replayConn{n: b.N}}
-	if err := hs.ServeConn(conn); err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	conn := serveMisses(b, hs)
 	if store.Len() < b.N || conn.written < int64(b.N)*1024 {
 		b.Fatalf("%d stored, %d bytes written for %d misses", store.Len(), conn.written, b.N)
 	}
+}
+
+// serveMisses serves b.N misses through hs on a replayed connection,
+// timed, and reports CPU ns and page faults per miss besides allocations.
+func serveMisses(b *testing.B, hs *fasthttp.Server) *missConn {
+	return serveMissesOn(b, hs, 1)
+}
+
+// serveMissesOn is serveMisses over conns connections served at once,
+// each asking for its own URLs; it returns one connection standing for
+// all (written: the bytes all were sent).
+func serveMissesOn(b *testing.B, hs *fasthttp.Server, conns int) *missConn {
+	b.ReportAllocs()
+	b.SetBytes(1024)
+	cs := make([]*missConn, conns)
+	for i := range cs {
+		lo, hi := b.N*i/conns, b.N*(i+1)/conns
+		cs[i] = &missConn{replayConn: replayConn{n: hi}, i: lo}
+	}
+	b.ResetTimer()
+	cpu0, faults0 := processCPU(), processFaults()
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = hs.ServeConn(c) })
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(processFaults()-faults0)/float64(b.N), "faults/op")
+	all := &missConn{}
+	for i, c := range cs {
+		if errs[i] != nil {
+			b.Fatal(errs[i])
+		}
+		all.written += c.written
+	}
+	return all
+}
+
+// BenchmarkMissHybrid is BenchmarkMiss over a memory-only hybrid.Cache
+// of 256 MiB that starts empty, as the peer benchmark's misses fill one:
+// the memory tier's insert (arena, index and slot growth) included.
+func BenchmarkMissHybrid(b *testing.B) {
+	cache, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 256 << 20}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cache.Close(context.Background()) })
+	hs := missServerOver(b, cache)
+	conn := serveMisses(b, hs)
+	if st := cache.Stats().Memory; conn.written < int64(b.N)*1024 || st.Sets == 0 {
+		b.Fatalf("%d sets, %d bytes written for %d misses", st.Sets, conn.written, b.N)
+	}
+}
+
+// BenchmarkMissBare is BenchmarkMiss through a bare fasthttp proxy
+// (HostClient.Do to the same origin, the response copied to the client,
+// nothing stored): the Go ceiling a miss's CPU is held against.
+func BenchmarkMissBare(b *testing.B) {
+	conn := serveMisses(b, bareProxy(b))
+	if conn.written < int64(b.N)*1024 {
+		b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+	}
+}
+
+// bareProxy is BenchmarkMissBare's proxy.
+func bareProxy(b *testing.B) *fasthttp.Server {
+	hc := &fasthttp.HostClient{Addr: missOrigin(b), Dial: func(addr string) (net.Conn, error) {
+		return net.Dial("tcp", addr) // fasthttp's default dialer leaves a goroutine behind
+	}}
+	return &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
+			ctx.Error(err.Error(), fasthttp.StatusBadGateway)
+		}
+	}}
+}
+
+// BenchmarkMissParallel is BenchmarkMissBare and BenchmarkMissHybrid
+// with 16 client connections served at once (origin connections as
+// needed): hand-offs and wake-ups between goroutines show here.
+func BenchmarkMissParallel(b *testing.B) {
+	const conns = 16
+	b.Run("bare", func(b *testing.B) {
+		if conn := serveMissesOn(b, bareProxy(b), conns); conn.written < int64(b.N)*1024 {
+			b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+		}
+	})
+	b.Run("hybrid", func(b *testing.B) {
+		cache, err := hybrid.Open(hybrid.Options{Memory: memory.Options{Capacity: 256 << 20}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cache.Close(context.Background()) })
+		if conn := serveMissesOn(b, missServerOver(b, cache), conns); conn.written < int64(b.N)*1024 {
+			b.Fatalf("%d bytes written for %d misses", conn.written, b.N)
+		}
+	})
 }
 
 // TestMissAllocs bounds the allocations of a 1 KiB miss, the origin
@@ -99,7 +201,9 @@ func BenchmarkMiss(b *testing.B) {
 // with edge.early_hints on, whose requests take strata's own transport,
 // origin_hints.go, not fasthttp's default; 8 since fills are recycled,
 // fill_pool.go: fasthttp's streamed client response 4, the test store's
-// copy 2, the replayed connection 2, none of strata's own).
+// copy 2, the replayed connection 2, none of strata's own; 5 since every
+// origin exchange takes strata's transport, whose streamed body is one
+// allocation, origin_hints.go).
 func TestMissAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -120,7 +224,7 @@ func TestMissAllocs(t *testing.T) {
 	if store.Len() < 200+n {
 		t.Fatalf("%d stored", store.Len())
 	}
-	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 8.5 {
-		t.Errorf("%.1f allocations per miss, want <= 8", per)
+	if per := float64(ms1.Mallocs-ms0.Mallocs) / n; per > 5.5 {
+		t.Errorf("%.1f allocations per miss, want <= 5", per)
 	}
 }

@@ -139,12 +139,7 @@ func (fr *fetchReq) template(s *Server) *fasthttp.Request {
 		return fr.tmpl
 	}
 	req := fasthttp.AcquireRequest()
-	fr.ctx.Request.Header.CopyTo(&req.Header)
-	for _, h := range fillDropped {
-		req.Header.DelBytes(h)
-	}
-	req.Header.DelBytes(httpcache.HeaderContentLength)
-	req.Header.SetMethod(fasthttp.MethodGet)
+	fillRequestHeader(&req.Header, &fr.ctx.Request.Header)
 	s.prepareOriginRequest(req, fr.ctx, fr.o)
 	fr.tmpl, fr.ctx = req, nil
 	return req

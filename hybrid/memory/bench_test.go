@@ -159,3 +159,40 @@ func BenchmarkSet(b *testing.B) {
 		m.Set(k, v, time.Time{})
 	}
 }
+
+// BenchmarkSetFill measures sets of a proxy miss's record (a 1 KiB body
+// plus ~300 bytes of header) into an empty 256 MiB tier, as misses fill a
+// fresh cache: arena chunks, slot pages and the index grow, nothing is
+// evicted. A new tier replaces the old one (timer stopped) before it fills.
+func BenchmarkSetFill(b *testing.B) {
+	const capacity, size = 256 << 20, 1300
+	per := int(capacity / (int64(size+16+headerSize+255)/256*260 + entryOverhead))
+	v := make([]byte, size)
+	var m *Cache
+	newCache := func() {
+		if m != nil {
+			m.Close()
+		}
+		var err error
+		if m, err = New(Options{Capacity: capacity}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	newCache()
+	b.Cleanup(func() { m.Close() })
+	b.ReportAllocs()
+	b.SetBytes(size)
+	var k []byte
+	i := 0
+	for b.Loop() {
+		if i++; i%(per*3/4) == 0 {
+			b.StopTimer()
+			newCache()
+			b.StartTimer()
+		}
+		k = benchKey(k, uint64(i))
+		if !m.Set(k, v, time.Time{}) {
+			b.Fatal("refused")
+		}
+	}
+}
