@@ -223,12 +223,13 @@ func (s *Server) compressLater(f *fill) {
 		s.cz.skipped.Inc()
 		return
 	}
-	f.mu.Lock()
-	f.noPool = true // the job borrows the headers and the primary key (fill_pool.go)
-	f.mu.Unlock()
-	j := &compressJob{obj: f.obj, pkey: f.rv.pkey, expiry: f.expiry}
-	if !sliced {
-		j.obj.Body = append([]byte(nil), f.obj.Body...)
+	// The job gets its own copy of the object (re-encoded and decoded:
+	// one buffer for headers, digests and inline body) and of the primary
+	// key, so the fill is recycled as usual once released (fill_pool.go).
+	j := &compressJob{pkey: append([]byte(nil), f.rv.pkey...), expiry: f.expiry}
+	if err := decodeObject(&j.obj, appendObject(nil, &f.obj)); err != nil {
+		s.cz.release(sliced) // not reached: the object's own encoding
+		return
 	}
 	s.wg.Add(1)
 	go func() {

@@ -391,3 +391,57 @@ func TestEdgeIndexLosesToPurge(t *testing.T) {
 		t.Errorf("%d entries left under variant keys", n)
 	}
 }
+
+// TestCompressJobOwnsItsCopy: compression at the edge does not keep the
+// fill from being recycled: the job takes its own copy of the object and
+// the primary key, so the fill's buffers may be overwritten (as recycling
+// does) as soon as compressLater returns, and the variants and index
+// still come out right.
+func TestCompressJobOwnsItsCopy(t *testing.T) {
+	body := wordText(8<<10, 5)
+	p := newPair(t, edgeOrigin(body, "Content-Type", "text/plain", "ETag", `"c"`),
+		func(o *Options) { o.Compress.Disable = true })
+	p.get("/c")
+	p.settle()
+	j := storedJob(t, p)
+	f := acquireFill(p.srv, j.pkey)
+	f.obj, f.rv.pkey = j.obj, append(f.rv.pkey[:0], j.pkey...)
+	p.srv.compressLater(f)
+	if f.noPool {
+		t.Error("compressLater kept its fill from being recycled")
+	}
+	for _, b := range [][]byte{f.rv.pkey, f.obj.Body, f.obj.HeaderBlock, f.obj.ETag} {
+		for i := range b {
+			b[i] = 'X'
+		}
+	}
+	for _, kv := range f.obj.Headers {
+		for i := range kv.Value {
+			kv.Value[i] = 'X'
+		}
+	}
+	p.settle()
+	for _, coding := range []string{"identity", "gzip", "br"} {
+		o, ok := edgeRecord(p, coding)
+		if !ok {
+			t.Fatalf("no %s representation stored", coding)
+		}
+		var ct []byte
+		for _, kv := range o.Headers {
+			if strings.EqualFold(string(kv.Key), "Content-Type") {
+				ct = kv.Value
+			}
+		}
+		if string(ct) != "text/plain" {
+			t.Errorf("%s: Content-Type %q, want text/plain", coding, ct)
+		}
+	}
+	if v, _, ok := p.store.Get(metaKey(nil, j.pkey), nil); !ok || !isVariantIndex(v) {
+		t.Error("no variant index under the URL's key")
+	}
+	r := p.get("/c")
+	defer fasthttp.ReleaseResponse(r)
+	if !bytes.Equal(r.Body(), body) {
+		t.Error("the identity body served after compression differs from the origin's")
+	}
+}

@@ -18,10 +18,10 @@ import (
 // its own), the fill map drops it (remove) before the fill goroutine
 // drops its reference, and every borrower of the fill's bytes (the
 // stored headers handed to fasthttp, the record and slices handed to the
-// store) copies them before its holder releases. The exceptions are
+// store, the object and key a compression job takes) copies them before
+// its holder releases. The exceptions are
 // holders that outlive the references, and a fill that had one is never
-// recycled (noPool): a compression job (compressLater keeps the headers
-// and the primary key), a reader that went on from the committed record
+// recycled (noPool): a reader that went on from the committed record
 // (its slice source borrows the fill's object), and a fill that armed
 // its lag timer (whose callback may still run); nor is a fill whose
 // goroutine panicked, whatever state it left. The life's own timer is
