@@ -132,6 +132,39 @@ func TestStrataLogConfig(t *testing.T) {
 	}
 }
 
+// TestStrataLogRowsDisk: the access log rows preallocate a small disk
+// file, not the disk budget: every system starts before the first
+// scenario and runs to the end, so a budget each would take two more
+// -disk files (4 GiB each by default) from the temp dir, ahead of the
+// peers started after them, for rows that only serve 1 KiB memory hits.
+// The strata row keeps the budget; each config composes, as strata
+// checks it before it starts.
+func TestStrataLogRowsDisk(t *testing.T) {
+	for _, name := range []string{"strata", "strata-combined", "strata-json"} {
+		o := Options{Root: "../..", Strata: os.Args[0]}
+		o.EnsureDefaults()
+		dir := t.TempDir()
+		e, err := newSysEnv(name, dir, "../../bench", "http://127.0.0.1:4567", &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := systemByName(name).prepare(e); err != nil {
+			t.Fatal(err)
+		}
+		want := o.Disk
+		if name != "strata" {
+			want = logRowDisk
+		}
+		cfg := loadStrataConfig(t, dir)
+		if got := cfg.Cache.Disk.Size.Bytes(); got != want {
+			t.Errorf("%s: disk %d bytes, want %d", name, got, want)
+		}
+		if _, err := cfg.Compose(nil); err != nil { // the engine's own bounds (regions per flusher)
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 func TestProcessTreeAccounting(t *testing.T) {
 	self := os.Getpid()
 	if cpuSeconds(self) < 0 || peakRSS(self) <= 0 {

@@ -52,8 +52,8 @@ func summarizeOne(sc string, rs []result, baseline string) summaryRow {
 		switch {
 		case r.System == baseline:
 			base = r
-		case variantOf(r.System, baseline):
-			// the baseline itself, configured otherwise: no yardstick
+		case configVariant(r.System):
+			// a system (the baseline or not) configured otherwise: no yardstick
 		case r.Reference:
 			if ref == nil {
 				ref = r
@@ -83,7 +83,22 @@ func summarizeOne(sc string, rs []result, baseline string) summaryRow {
 // variantOf reports whether system is baseline run with another config
 // (strata-combined: strata with its access log on).
 func variantOf(system, baseline string) bool {
-	return strings.HasPrefix(system, baseline+"-") && systemByName(system) != nil && systemByName(system).Reference
+	return strings.HasPrefix(system, baseline+"-") && configVariant(system)
+}
+
+// configVariant reports whether system is a reference that runs a peer
+// with another config (strata-combined), not a yardstick of its own
+// (bare, bare-proxy).
+func configVariant(system string) bool {
+	if s := systemByName(system); s == nil || !s.Reference {
+		return false
+	}
+	for _, s := range allSystems {
+		if !s.Reference && strings.HasPrefix(system, s.Name+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // printVariants writes, for each scenario where a variant of the baseline

@@ -119,6 +119,24 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// TestSummaryOtherBaseline: with another baseline (-baseline nginx),
+// strata with its access log on is still no CPU yardstick: the
+// reference is the bare handler, though the log rows come first.
+func TestSummaryOtherBaseline(t *testing.T) {
+	rs := []result{
+		{Scenario: "1a", System: "strata", Status: "ok", RPS: 200, P99ms: 4, CPUus: 30},
+		{Scenario: "1a", System: "strata-combined", Status: "ok", RPS: 190, P99ms: 5, CPUus: 33, Reference: true},
+		{Scenario: "1a", System: "strata-json", Status: "ok", RPS: 180, P99ms: 5, CPUus: 35, Reference: true},
+		{Scenario: "1a", System: "nginx", Status: "ok", RPS: 100, P99ms: 2, CPUus: 20},
+		{Scenario: "1a", System: "bare", Status: "ok", RPS: 900, P99ms: 1, CPUus: 10, Reference: true},
+	}
+	want := summaryRow{Scenario: "1a", BestPeer: "strata", RPSRatio: 0.5, P99Ratio: 0.5, CPURatio: 20.0 / 30,
+		Reference: "bare", RefCPURatio: 2}
+	if got := summarize(rs, "nginx"); len(got) != 1 || got[0] != want {
+		t.Errorf("summary = %+v; want %+v", got, want)
+	}
+}
+
 func TestHitRatio(t *testing.T) {
 	for _, tc := range []struct {
 		n, orig int64
