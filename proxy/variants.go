@@ -129,7 +129,11 @@ func variantKey(dst, primary []byte, epoch uint64, secondary []byte) []byte {
 	return append(dst, secondary...)
 }
 
-// variantLocks serialise the index updates of one primary key.
+// variantLocks serialise what is written under one object key's record:
+// a variant index's updates, and the record commits, adoptions and
+// removals that such an update must not interleave with (removeObject).
+// Striped: two keys may share a mutex, so none is taken while another is
+// held (removeObjectLocked removes variants under their primary's).
 type variantLocks struct {
 	seed maphash.Seed
 	mu   [64]sync.Mutex
