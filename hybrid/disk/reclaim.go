@@ -213,11 +213,13 @@ func (e *Engine) waitShadows(id uint32, w *shadowWait) {
 			if len(e.regions.clean) > 0 {
 				continue
 			}
+			e.c.shadowEarly.Add(1) // a load condition: counted, not logged
+			return
 		case <-t.C:
+			e.c.shadowEarly.Add(1)
+			e.opts.Logger.Warn("disk: reclaim: zeroing a region before its shadow tombstones are written", "region", id, "waited", shadowWaitMax)
+			return
 		}
-		e.c.shadowEarly.Add(1)
-		e.opts.Logger.Warn("disk: reclaim: zeroing a region before its shadow tombstones are written", "region", id)
-		return
 	}
 }
 
