@@ -159,7 +159,10 @@ package disk
 // is often the emptiest), and a scan at the next open would serve it. The
 // reclaimer picks and walks inside the gate, so Close waits for those
 // tombstones before it stops the flushers; once the gate is shut, victims
-// are taken oldest first and need none. It then waits until no Get is reading
+// are taken oldest first and need none. Before it zeroes the victim it
+// waits until those tombstones are written, so a crash never finds neither
+// (it zeroes early, counted in ShadowEarlyZeroes, if a flusher waits for a
+// clean region meanwhile). It then waits until no Get is reading
 // the region (per-region reader count; a Get registers, then re-checks the
 // region state and its index entry; the last reader out of a reclaiming
 // region signals a cond the reclaimer sleeps on, nobody polls), zeroes the region's first block — in

@@ -355,17 +355,18 @@ func (e *Engine) hide(h uint64) {
 	if p := s.m[h]; !inIndex && (p == nil || p.tomb) {
 		return
 	}
-	e.queueTomb(s, h, 0)
+	e.queueTomb(s, h, 0, nil)
 }
 
 // queueTomb queues a tombstone for h as the key's newest operation; tries
-// counts earlier failed writes of tombstones for this key.
+// counts earlier failed writes of tombstones for this key; w, if set, is
+// the reclaim the tombstone shadows for (released when the item is freed).
 // REQUIRES: s is h's pending shard, s.mu held.
-func (e *Engine) queueTomb(s *pendingShard, h uint64, tries uint8) {
+func (e *Engine) queueTomb(s *pendingShard, h uint64, tries uint8, w *shadowWait) {
 	size := entrySize(0, 0)
 	e.queued.Add(int64(size))
 	it := newItem(0)
-	it.hash, it.tomb, it.size, it.tries = h, true, int64(size), tries
+	it.hash, it.tomb, it.size, it.tries, it.shadow = h, true, int64(size), tries, w
 	it.seq = e.seq.Add(1)
 	s.put(it)
 	e.flusherFor(h).q.push(it)

@@ -24,9 +24,10 @@ type item struct {
 	tomb   bool
 	tries  uint8 // tombstones for failed writes: earlier failed attempts
 	klen   int
-	kv     []byte // key then value
-	size   int64  // bytes charged to the queue bound
-	direct bool   // kv is in a flusher's buffer, not owned
+	kv     []byte      // key then value
+	size   int64       // bytes charged to the queue bound
+	direct bool        // kv is in a flusher's buffer, not owned
+	shadow *shadowWait // a reclaim's shadow tombstone: released when freed
 }
 
 func (it *item) key() []byte   { return it.kv[:it.klen] }
@@ -79,6 +80,9 @@ func newDirectItem() *item {
 
 // freeItem returns it to its pool. REQUIRES: nothing refers to it.
 func freeItem(it *item) {
+	if it.shadow != nil {
+		it.shadow.release()
+	}
 	if it.direct {
 		*it = item{}
 		directItems.Put(it)

@@ -250,7 +250,8 @@ func (e *Engine) fail(it *item, durable bool) {
 			if it.tomb {
 				tries = it.tries + 1
 			}
-			e.queueTomb(s, it.hash, tries)
+			e.queueTomb(s, it.hash, tries, it.shadow) // a retried shadow still holds its reclaim
+			it.shadow = nil
 		default:
 			s.del(it.hash)
 			e.c.tombsLost.Add(1)

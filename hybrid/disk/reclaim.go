@@ -1,5 +1,10 @@
 package disk
 
+import (
+	"sync/atomic"
+	"time"
+)
+
 // reclaimLoop keeps CleanRegions clean regions ready until stopReclaim.
 // A panic is recovered (Engine.recovered) and the loop resumes.
 func (e *Engine) reclaimLoop() {
@@ -59,7 +64,14 @@ func (e *Engine) reclaimOne(s *scan) bool {
 			e.opts.Logger.Error("disk: reclaim abandoned; region unused until restart", "region", id)
 		}
 	}()
-	e.evictAll(s, id, open, !oldest)
+	var w *shadowWait
+	if !oldest {
+		w = newShadowWait()
+	}
+	e.evictAll(s, id, open, w)
+	if w != nil {
+		e.waitShadows(id, w)
+	}
 	e.regions.waitReaders(&e.regions.regions[id])
 	e.regions.waitTurn(ticket)
 	if _, err := e.dev.WriteAt(e.zeroBlk, e.lay.regionBase(id)); err != nil {
@@ -75,10 +87,11 @@ func (e *Engine) reclaimOne(s *scan) bool {
 // reclaimGate is the key hash reclaimers pass the gate with.
 const reclaimGate = 0
 
-// evictAll walks victim id and evicts its entries; shadows: the victim is
-// not the oldest sealed region (see Engine.shadow). open: the caller
-// entered the gate as reclaimGate; evictAll leaves it, panicking or not.
-func (e *Engine) evictAll(s *scan, id uint32, open, shadows bool) {
+// evictAll walks victim id and evicts its entries; w is set when the
+// victim is not the oldest sealed region (see Engine.shadow). open: the
+// caller entered the gate as reclaimGate; evictAll leaves it, panicking or
+// not.
+func (e *Engine) evictAll(s *scan, id uint32, open bool, w *shadowWait) {
 	if open {
 		defer e.gate.exit(reclaimGate)
 	}
@@ -86,7 +99,7 @@ func (e *Engine) evictAll(s *scan, id uint32, open, shadows bool) {
 	now := e.opts.Now().UnixNano()
 	if _, _, err := s.walk(func(recs []record) {
 		for i := range recs {
-			e.evict(id, &recs[i], now, shadows)
+			e.evict(id, &recs[i], now, w)
 		}
 	}); err != nil {
 		e.c.ioErrors.Add(1) // not strict: only a failed read ends a walk in error
@@ -97,9 +110,9 @@ func (e *Engine) evictAll(s *scan, id uint32, open, shadows bool) {
 	}
 }
 
-// evict drops rec's index entry if it still points at rec; with shadows
-// set, a dropped entry gets a tombstone (shadow).
-func (e *Engine) evict(id uint32, rec *record, now int64, shadows bool) {
+// evict drops rec's index entry if it still points at rec; with w set, a
+// dropped entry gets a tombstone (shadow).
+func (e *Engine) evict(id uint32, rec *record, now int64, w *shadowWait) {
 	if rec.tomb {
 		return
 	}
@@ -117,8 +130,8 @@ func (e *Engine) evict(id uint32, rec *record, now int64, shadows bool) {
 		}
 	}
 	e.c.evictions.Add(1)
-	if shadows {
-		e.shadow(rec.hash)
+	if w != nil {
+		e.shadow(rec.hash, w)
 	}
 }
 
@@ -136,8 +149,9 @@ func (e *Engine) evict(id uint32, rec *record, now int64, shadows bool) {
 // newer and decides what a restart finds; nor if the index holds the key
 // again (a newer write committed since the drop). Checked under the
 // pending-shard lock, like Insert and commit, so the tombstone, which
-// takes the next sequence, can never override a newer Insert.
-func (e *Engine) shadow(h uint64) {
+// takes the next sequence, can never override a newer Insert. The
+// tombstone holds w until it has been written or given up (freeItem).
+func (e *Engine) shadow(h uint64, w *shadowWait) {
 	s := e.pending.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,8 +161,66 @@ func (e *Engine) shadow(h uint64) {
 	if _, ok := e.ix.get(h); ok {
 		return
 	}
-	e.queueTomb(s, h, 0)
+	w.n.Add(1)
+	e.queueTomb(s, h, 0, w)
 	e.c.shadowTombs.Add(1)
+}
+
+// shadowWait counts the shadow tombstones of one reclaim not yet written
+// (or given up), plus one the reclaimer holds while it walks; done closes
+// when the count reaches zero.
+type shadowWait struct {
+	n    atomic.Int32
+	done chan struct{}
+}
+
+func newShadowWait() *shadowWait {
+	w := &shadowWait{done: make(chan struct{})}
+	w.n.Store(1)
+	return w
+}
+
+// release drops one hold.
+func (w *shadowWait) release() {
+	if w.n.Add(-1) == 0 {
+		close(w.done)
+	}
+}
+
+// shadowWaitMax bounds how long a reclaim waits for its shadow tombstones:
+// a safety valve (a flusher that panicked with items in hand never frees
+// them), not a pace.
+const shadowWaitMax = 2 * time.Second
+
+// waitShadows waits, before victim id's header is zeroed, until the
+// shadow tombstones its walk queued are on the device: zeroed first, a
+// crash in between would leave neither the dropped entries nor their
+// tombstones, and a scan would serve the older copies they shadow. It
+// gives up, zeroing early (counted in ShadowEarlyZeroes), when a flusher
+// waits for a clean region with none left (the tombstones may need the
+// one this reclaim produces), after shadowWaitMax, or when Close gave up.
+func (e *Engine) waitShadows(id uint32, w *shadowWait) {
+	w.release()
+	t := time.NewTimer(shadowWaitMax)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-e.abort:
+			return
+		case <-e.regions.starved:
+			if len(e.regions.clean) > 0 {
+				continue
+			}
+			e.c.shadowEarly.Add(1) // a load condition: counted, not logged
+			return
+		case <-t.C:
+			e.c.shadowEarly.Add(1)
+			e.opts.Logger.Warn("disk: reclaim: zeroing a region before its shadow tombstones are written", "region", id, "waited", shadowWaitMax)
+			return
+		}
+	}
 }
 
 // reinsert queues rec's entry again, with its original sequence, if it is

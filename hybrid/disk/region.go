@@ -34,6 +34,7 @@ type regions struct {
 	regions []region
 	clean   chan uint32
 	kick    chan struct{}
+	starved chan struct{} // a flusher found no clean region (waitShadows)
 	picker  PickerMode
 	target  int
 
@@ -55,6 +56,7 @@ func newRegions(n int, picker PickerMode, target, reclaimers int) *regions {
 		regions: make([]region, n),
 		clean:   make(chan uint32, n),
 		kick:    make(chan struct{}, reclaimers),
+		starved: make(chan struct{}, 1),
 		picker:  picker,
 		target:  target,
 		nextSeq: 1,
@@ -78,6 +80,10 @@ func (rs *regions) acquire(abort <-chan struct{}) (id uint32, seq uint64, ok boo
 	case id = <-rs.clean:
 	default:
 		rs.poke()
+		select {
+		case rs.starved <- struct{}{}:
+		default:
+		}
 		select {
 		case id = <-rs.clean:
 		case <-abort:

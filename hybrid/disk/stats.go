@@ -50,6 +50,11 @@ type Stats struct {
 	// reclaim of a region other than the oldest, so that an older copy in
 	// an older region does not come back after a restart.
 	ShadowTombstones uint64
+	// ShadowEarlyZeroes: such reclaims that zeroed their victim before
+	// its shadow tombstones were written (a flusher was waiting for a
+	// clean region, or the wait timed out): a crash right then may bring
+	// back an older copy.
+	ShadowEarlyZeroes uint64
 
 	Recovered         uint64 // index entries rebuilt at open
 	RecoveredBatches  uint64
@@ -81,7 +86,7 @@ type counters struct {
 	inserts, dropTooLarge, dropExpired, dropAdmission, dropQueue, dropAborted, removes atomic.Uint64
 	gets, hits, pendingHits, readQueueFull, corruptions, collisions, expiredOnRead     atomic.Uint64
 	ioErrors, batches, entriesWritten, bytesWritten, payload, writeFailed, supersed    atomic.Uint64
-	reclaims, evictions, reinsertions, shadowTombs                                     atomic.Uint64
+	reclaims, evictions, reinsertions, shadowTombs, shadowEarly                        atomic.Uint64
 	recovered, recBatches, recSkipped, recTorn, recDamaged, recoveryNanos              atomic.Uint64
 	tombsLost, panics, dropFill                                                        atomic.Uint64
 	dropOffline, readTimeouts, offlineGets, outOfService                               atomic.Uint64
@@ -106,8 +111,8 @@ func (e *Engine) Stats() Stats {
 		WriteFailed: c.writeFailed.Load(), TombstonesLost: c.tombsLost.Load(), Superseded: c.supersed.Load(),
 		CopiedToQueue: c.copiedToQueue.Load(), CopiedFromQueue: c.copiedFromQueue.Load(), CopiedDirect: c.copiedDirect.Load(),
 		Reclaims: c.reclaims.Load(), Evictions: c.evictions.Load(), Reinsertions: c.reinsertions.Load(),
-		ShadowTombstones: c.shadowTombs.Load(),
-		Recovered:        c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
+		ShadowTombstones: c.shadowTombs.Load(), ShadowEarlyZeroes: c.shadowEarly.Load(),
+		Recovered: c.recovered.Load(), RecoveredBatches: c.recBatches.Load(),
 		RecoverySkipped: c.recSkipped.Load(), RecoveryTornTails: c.recTorn.Load(),
 		RecoveryDamaged:  c.recDamaged.Load(),
 		RecoveryDuration: time.Duration(c.recoveryNanos.Load()), Panics: c.panics.Load(),

@@ -195,7 +195,8 @@ func (s *shard) lend(h uint64, key []byte, v *Value) got {
 }
 
 // lendPieces sets v to the value of the entry f (key klen bytes), stored
-// in pieces, as the runs of blocks it lies in. Racing a writer (from
+// in pieces, as the runs of blocks it lies in (one when the header and key
+// end exactly where the first run does: then v.b is set too). Racing a writer (from
 // optimisticLend), the chain may be torn: the walk still ends (each run
 // consumes at least a block of the bytes left), and the caller discards
 // what it found.
@@ -209,6 +210,9 @@ func (s *shard) lendPieces(v *Value, f *found, klen int) {
 		}
 		v.add(p)
 		left -= len(p)
+	}
+	if v.n == 1 { // header and key filled the first run: the value is whole
+		v.b = v.pieces[0]
 	}
 }
 
