@@ -30,6 +30,7 @@ type Value struct {
 	buf  []byte    // SetCopy
 	b    []byte    // a disk hit's or SetCopy's value; nil for a memory hit
 	one  [1][]byte // Spans of b
+	cut  [][]byte  // SetCopyPieces: Spans of b, in pieces
 }
 
 // Bytes returns the value in one slice, joining a memory hit's pieces
@@ -45,6 +46,9 @@ func (v *Value) Bytes() []byte {
 // a copy; none when v holds nothing. The slice belongs to v: it is not to
 // be kept across Swap.
 func (v *Value) Spans() [][]byte {
+	if v.cut != nil {
+		return v.cut
+	}
 	if v.b != nil {
 		v.one[0] = v.b
 		return v.one[:]
@@ -68,7 +72,7 @@ func (v *Value) Lent() bool { return v.mem.Lent() }
 func (v *Value) Release() {
 	v.mem.Release()
 	v.disk.Release()
-	v.b, v.one[0] = nil, nil
+	v.b, v.one[0], v.cut = nil, nil, nil
 }
 
 // SetCopy releases v and sets it to a copy of b: for Store fakes that keep
@@ -77,6 +81,22 @@ func (v *Value) SetCopy(b []byte) {
 	v.Release()
 	v.buf = append(v.buf[:0], b...)
 	v.b = v.buf
+}
+
+// SetCopyPieces is SetCopy with the copy's Spans cut in n pieces of about
+// equal length (at least one byte each, when b has n bytes or more), as a
+// memory hit of a value stored in several runs is lent: for Store fakes
+// that test a borrower's handling of pieces.
+func (v *Value) SetCopyPieces(b []byte, n int) {
+	v.SetCopy(b)
+	if n < 2 || len(b) < n {
+		return
+	}
+	cut := make([][]byte, 0, n)
+	for i := range n {
+		cut = append(cut, v.b[i*len(b)/n:(i+1)*len(b)/n])
+	}
+	v.cut = cut
 }
 
 // Lend is Get without a copy for large memory hits: on a hit it sets v to

@@ -131,3 +131,32 @@ func settleDisk(t *testing.T, c *Cache) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
+
+// TestSetCopyPieces: a fake's copy cut in pieces reads as the value,
+// piece by piece and whole; too few bytes for the pieces, or n below 2,
+// give one piece.
+func TestSetCopyPieces(t *testing.T) {
+	for _, tc := range []struct{ size, n, want int }{{10, 3, 3}, {3, 3, 3}, {2, 3, 1}, {10, 1, 1}, {10, 0, 1}, {1000, 7, 7}} {
+		b := make([]byte, tc.size)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		var v Value
+		v.SetCopyPieces(b, tc.n)
+		sp := v.Spans()
+		var joined []byte
+		for _, p := range sp {
+			if len(p) == 0 {
+				t.Errorf("%+v: an empty piece", tc)
+			}
+			joined = append(joined, p...)
+		}
+		if len(sp) != tc.want || !bytes.Equal(joined, b) || !bytes.Equal(v.Bytes(), b) || v.Len() != tc.size {
+			t.Errorf("%+v: %d pieces joining to %d bytes, Bytes %d, Len %d", tc, len(sp), len(joined), len(v.Bytes()), v.Len())
+		}
+		v.Release()
+		if len(v.Spans()) != 0 {
+			t.Errorf("%+v: pieces left after Release", tc)
+		}
+	}
+}

@@ -39,13 +39,20 @@ func appendSliceHeader(dst []byte, gen uint64, i int, data []byte) []byte {
 // decodeSlice checks that v is slice i of generation gen with wantLen
 // bytes and returns its data (borrowing v).
 func decodeSlice(v []byte, gen uint64, i, wantLen int) ([]byte, error) {
+	return decodeSliceHead(v, len(v), gen, i, wantLen)
+}
+
+// decodeSliceHead is decodeSlice for a slice entry of total bytes whose
+// first piece is v (the whole entry, or the first of the pieces a memory
+// hit lends it in): it checks the header, which v must hold whole, and
+// returns the data v holds after it.
+func decodeSliceHead(v []byte, total int, gen uint64, i, wantLen int) ([]byte, error) {
 	if len(v) < sliceHeaderLen || v[0] != 'S' || v[1] != 'L' || v[3] != 0 {
 		return nil, fmt.Errorf("%w: slice header", ErrCorrupt)
 	}
 	if v[2] != objectVersion {
 		return nil, errRecordVersion
 	}
-	data := v[sliceHeaderLen:]
 	switch {
 	case crc32.Checksum(v[:sliceSumOff], crcTable) != binary.BigEndian.Uint32(v[sliceSumOff:]):
 		return nil, fmt.Errorf("%w: slice header checksum", ErrCorrupt)
@@ -53,8 +60,8 @@ func decodeSlice(v []byte, gen uint64, i, wantLen int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: slice of another generation", ErrCorrupt)
 	case binary.BigEndian.Uint32(v[12:]) != uint32(i):
 		return nil, fmt.Errorf("%w: slice index", ErrCorrupt)
-	case int(binary.BigEndian.Uint32(v[16:])) != wantLen || len(data) != wantLen:
+	case int(binary.BigEndian.Uint32(v[16:])) != wantLen || total-sliceHeaderLen != wantLen:
 		return nil, fmt.Errorf("%w: slice length", ErrCorrupt)
 	}
-	return data, nil
+	return v[sliceHeaderLen:], nil
 }

@@ -84,6 +84,7 @@ type sliceSource struct {
 	buf       []byte       // scratch for fetches' store probes
 	val       hybrid.Value // slice idx from the store, lent or copied; data borrows it
 	data      []byte       // slice idx from the store; nil when it comes from sf
+	more      [][]byte     // the rest of data when the store lent it in pieces (val's Spans)
 	sf        *sliceFetch
 	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases    []leasedSlice
@@ -97,13 +98,14 @@ type leasedSlice struct {
 	idx  int
 	val  hybrid.Value // holds data: lent by the memory tier, or a copy
 	data []byte
+	more [][]byte // as sliceSource.more
 }
 
 // init makes r a source for the object o (copied) under key. fr's
 // template (built now or on first use) is owned by r from now on; with no
 // origin (fr.o nil) nothing is fetched.
 func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
-	r.s, r.idx, r.data, r.sf, r.ahead = s, -1, nil, nil, false
+	r.s, r.idx, r.data, r.more, r.sf, r.ahead = s, -1, nil, nil, nil, false
 	r.key = append(r.key[:0], key...)
 	r.rec = appendObject(r.rec[:0], o)
 	r.fr = fr
@@ -211,7 +213,7 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 	r.leasedN = n
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
-			if r.leased(i) != nil {
+			if _, _, ok := r.leased(i); ok {
 				continue
 			}
 			if !r.fromStore(i) {
@@ -225,20 +227,40 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 			}
 			r.leases = r.leases[:n+1]
 			l := &r.leases[n]
-			l.idx, l.data = i, r.data
+			l.idx, l.data, l.more = i, r.data, nil
 			l.val.Swap(&r.val)
-			r.data, r.idx = nil, -1
+			if r.more != nil { // r.more was r.val's: take them from l.val now
+				l.more = l.val.Spans()[1:]
+			}
+			r.data, r.more, r.idx = nil, nil, -1
 		}
 	}
 	return nil
 }
 
-// leased returns the data of slice idx if it was leased, else nil.
-func (r *sliceSource) leased(idx int) []byte {
+// leased returns the data of slice idx if it was leased (see data and
+// more), else ok false.
+func (r *sliceSource) leased(idx int) (data []byte, more [][]byte, ok bool) {
 	for i := range r.leases {
-		if r.leases[i].idx == idx {
-			return r.leases[i].data
+		if l := &r.leases[i]; l.idx == idx {
+			return l.data, l.more, true
 		}
+	}
+	return nil, nil, false
+}
+
+// at returns the loaded slice's bytes from rel on, up to the end of the
+// piece that holds rel; none past the slice's end.
+func (r *sliceSource) at(rel int64) []byte {
+	if rel < int64(len(r.data)) {
+		return r.data[rel:]
+	}
+	rel -= int64(len(r.data))
+	for _, p := range r.more {
+		if rel < int64(len(p)) {
+			return p[rel:]
+		}
+		rel -= int64(len(p))
 	}
 	return nil
 }
@@ -249,7 +271,14 @@ func (r *sliceSource) readAt(p []byte, off, end int64) (int, error) {
 	}
 	var n int
 	if r.data != nil {
-		n = copy(p, r.data[off-int64(r.idx)*int64(r.obj.SliceSize):])
+		rel := off - int64(r.idx)*int64(r.obj.SliceSize)
+		for n < len(p) {
+			c := r.at(rel + int64(n))
+			if len(c) == 0 {
+				break
+			}
+			n += copy(p[n:], c)
+		}
 	} else {
 		var err error
 		if n, err = r.sf.readAt(p, off); err != nil {
@@ -267,8 +296,8 @@ func (r *sliceSource) lend(off, end int64) ([]byte, error) {
 	if err := r.seek(off, end); err != nil || r.data == nil {
 		return nil, err
 	}
-	base := int64(r.idx) * int64(r.obj.SliceSize)
-	b := r.data[off-base : min(end-base, int64(len(r.data)))]
+	b := r.at(off - int64(r.idx)*int64(r.obj.SliceSize))
+	b = b[:min(int64(len(b)), end-off)]
 	r.s.m.responseBytes.Add(float64(len(b)))
 	return b, nil
 }
@@ -290,7 +319,7 @@ func (r *sliceSource) seek(off, end int64) error {
 // held for slices ahead of idx (started by prepare) is kept until they
 // are reached; one behind idx is let go.
 func (r *sliceSource) load(idx int, end int64) error {
-	r.idx, r.data = -1, nil
+	r.idx, r.data, r.more = -1, nil, nil
 	r.val.Release()
 	if r.sf != nil {
 		if r.sf.covers(idx) {
@@ -301,8 +330,8 @@ func (r *sliceSource) load(idx int, end int64) error {
 			r.dropFetch()
 		}
 	}
-	if d := r.leased(idx); d != nil {
-		r.data, r.idx = d, idx
+	if d, m, ok := r.leased(idx); ok {
+		r.data, r.more, r.idx = d, m, idx
 		return nil
 	}
 	limit := int((end - 1) / int64(r.obj.SliceSize))
@@ -344,12 +373,21 @@ func (r *sliceSource) fromStore(idx int) bool {
 	if _, ok := r.s.store.Lend(r.kbuf, &r.val); !ok {
 		return false
 	}
-	data, err := decodeSlice(r.val.Bytes(), r.obj.Gen, idx, r.obj.sliceLen(idx))
+	var first []byte
+	var more [][]byte
+	if sp := r.val.Spans(); len(sp) > 1 && len(sp[0]) >= sliceHeaderLen {
+		// Lent in pieces: sent as they are, not joined (a copy of up to a
+		// slice, a fifth of a 256 MiB stream's CPU).
+		first, more = sp[0], sp[1:]
+	} else {
+		first = r.val.Bytes()
+	}
+	data, err := decodeSliceHead(first, r.val.Len(), r.obj.Gen, idx, r.obj.sliceLen(idx))
 	if err != nil {
 		r.val.Release()
 		return false
 	}
-	r.data, r.idx = data, idx
+	r.data, r.more, r.idx = data, more, idx
 	return true
 }
 
@@ -380,14 +418,14 @@ func (r *sliceSource) adopt(sf *sliceFetch, idx int) {
 func (r *sliceSource) close() {
 	r.dropFetch()
 	putSlab(r.buf)
-	r.buf, r.data = nil, nil
+	r.buf, r.data, r.more = nil, nil, nil
 	r.val.Release()
 	r.val.Trim(maxPooledValue)
 	for i := range r.leases {
 		l := &r.leases[i]
 		l.val.Release()
 		l.val.Trim(maxPooledValue)
-		l.data = nil
+		l.data, l.more = nil, nil
 	}
 	r.leases = r.leases[:0]
 	if r.leasedN != 0 {

@@ -102,6 +102,74 @@ func getRange(t *testing.T, p *pair, spec string, want []byte, kv ...string) str
 	return string(resp.Header.Peek("Cache-Status"))
 }
 
+// TestSlicesLentInPieces: slices the store lends in pieces (as the memory
+// tier lends an entry stored in several runs) are served as they are,
+// whole bodies and ranges across the pieces' edges alike, both from
+// slices loaded as the body goes (an object with a validator, or one with
+// slice digests) and from slices leased before the status line.
+func TestSlicesLentInPieces(t *testing.T) {
+	const size = 5*testSlice + 777
+	for _, tc := range []struct {
+		name string
+		ro   *rangeOrigin
+	}{{"validator", &rangeOrigin{size: size, etag: true}}, {"digests", &rangeOrigin{size: size}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newRangePair(t, tc.ro)
+			want := tc.ro.body(0)
+			r := p.get("/obj")
+			if !bytes.Equal(r.Body(), want) {
+				t.Fatal("the miss's body differs")
+			}
+			releaseResp(r)
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+			for _, pieces := range []int32{2, 3, 7} {
+				p.store.Pieces.Store(pieces)
+				r := p.get("/obj")
+				if cs := string(r.Header.Peek("Cache-Status")); !bytes.Equal(r.Body(), want) || cs != "strata; hit; detail=memory" {
+					t.Fatalf("%d pieces: whole body %d bytes (equal %v), Cache-Status %q", pieces, len(r.Body()), bytes.Equal(r.Body(), want), cs)
+				}
+				releaseResp(r)
+				// ranges that start and end inside, at and across pieces
+				edge := testSlice / int(pieces)
+				for _, spec := range []string{
+					"0-9", fmt.Sprintf("%d-%d", edge-3, edge+3), fmt.Sprintf("%d-%d", testSlice-10, 2*testSlice+edge),
+					fmt.Sprintf("%d-%d", size-100, size-1), fmt.Sprintf("%d-%d", edge, 3*edge-1),
+				} {
+					getRange(t, p, spec, want)
+				}
+			}
+			if r := tc.ro.takeRanges(); len(r) != 1 {
+				t.Errorf("origin asked %d times, want once: %q", len(r), r)
+			}
+		})
+	}
+	// A representation compressed at the edge cannot be fetched again, so
+	// a range of it is leased before the status line.
+	t.Run("leased", func(t *testing.T) {
+		p := newPair(t, edgeOrigin(wordText(600<<10, 9), "Content-Type", "text/plain", "ETag", `"e"`),
+			func(o *Options) { o.SliceSize = testSlice })
+		releaseResp(p.get("/e"))
+		p.settle()
+		r := p.get("/e", "Accept-Encoding", "gzip")
+		want := append([]byte(nil), r.Body()...)
+		if ce := string(r.Header.Peek("Content-Encoding")); ce != "gzip" || len(want) <= 2*testSlice {
+			t.Fatalf("Content-Encoding %q, %d bytes: want a gzip representation of three slices or more", ce, len(want))
+		}
+		releaseResp(r)
+		for _, pieces := range []int32{2, 3, 7} {
+			p.store.Pieces.Store(pieces)
+			edge := testSlice / int(pieces)
+			for _, rg := range [][2]int{{0, 9}, {edge - 3, edge + 3}, {testSlice - 10, testSlice + edge}, {edge, 3*edge - 1}} {
+				r := p.get("/e", "Accept-Encoding", "gzip", "Range", fmt.Sprintf("bytes=%d-%d", rg[0], rg[1]))
+				if r.StatusCode() != 206 || !bytes.Equal(r.Body(), want[rg[0]:rg[1]+1]) {
+					t.Fatalf("%d pieces, range %v: status %d, %d bytes (equal %v)", pieces, rg, r.StatusCode(), len(r.Body()), bytes.Equal(r.Body(), want[rg[0]:rg[1]+1]))
+				}
+				releaseResp(r)
+			}
+		}
+	})
+}
+
 func TestRangeOnStoredObject(t *testing.T) {
 	for _, size := range []int{1000, 300 << 10} { // inline and sliced
 		t.Run(strconv.Itoa(size), func(t *testing.T) {

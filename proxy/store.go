@@ -130,6 +130,10 @@ type mapStore struct {
 	// AfterGet, when set, is called at the end of each Get, outside the
 	// lock, like AfterLend.
 	AfterGet func(key []byte)
+	// Pieces, above 1, makes Lend hand values out in that many pieces
+	// (hybrid.Value.SetCopyPieces), as the memory tier lends an entry
+	// stored in several runs of its arena.
+	Pieces atomic.Int32
 }
 
 // WaitWriteRoom implements writePacer.
@@ -175,7 +179,7 @@ func (s *mapStore) Lend(key []byte, v *hybrid.Value) (hybrid.Tier, bool) {
 		ok = false
 	}
 	if ok {
-		v.SetCopy(b)
+		v.SetCopyPieces(b, int(s.Pieces.Load()))
 	}
 	s.mu.Unlock()
 	if s.AfterLend != nil {
