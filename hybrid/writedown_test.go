@@ -222,6 +222,17 @@ func TestWriteDownCleanCopyReclaimed(t *testing.T) {
 	waitFor(t, func() bool { return c.warm == nil || isClosed(c.warm.done) })
 	// The disk fills up with other entries (written to it alone) and
 	// reclaims its oldest regions: the k's copies go, memory's stay.
+	//
+	// Each filler is written before the next is queued (drain). Queued
+	// without waiting, fillers pile up faster than the flushers write
+	// them: the loop sees the k's gone with up to QueueBytes (64 MiB by
+	// default) still queued, more than this 32 MiB device holds. Close
+	// writes that backlog too, and each flusher writes its own queue: one
+	// whose queue is short writes its k's early, and the other's older
+	// fillers, written after them, turn the whole device over and reclaim
+	// the region holding them. That lost about half the k's once in a
+	// hundred or more runs: an eviction of entries by more writes than
+	// the device holds, not a write-down that failed to write them.
 	e := c.disks.engs[0]
 	onDisk := func() bool {
 		for i := range n {
@@ -237,8 +248,9 @@ func TestWriteDownCleanCopyReclaimed(t *testing.T) {
 			t.Fatal("the disk never reclaimed the k's regions")
 		}
 		if !e.WriteDown(fmt.Appendf(nil, "f%d", i), len(filler), time.Time{}, func(dst []byte) int { return copy(dst, filler) }) {
-			time.Sleep(time.Millisecond)
+			t.Fatalf("f%d: the disk refused a filler", i)
 		}
+		drain(t, e)
 	}
 	if _, tier, ok := c.Get([]byte("k0"), nil); !ok || tier != TierMemory {
 		t.Fatalf("k0: ok=%v tier=%v, want a memory hit", ok, tier)

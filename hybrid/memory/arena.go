@@ -396,13 +396,36 @@ func (a *arena) drop() {
 // unmap releases every mapping. Only once no reader can run: from the
 // Cache's cleanup, when it is unreachable.
 func (a *arena) unmap() {
-	for ci := range a.nchunks {
-		unmapChunk(a.chunk(uint32(ci)))
-	}
-	unmapChunk(a.nextMem)
-	unmapChunk(a.pinMem)
+	a.mappings().unmap()
 	a.chunks, a.nchunks, a.next, a.nextMem = nil, 0, nil, nil
 	a.pins, a.pinMem = nil, nil
+}
+
+// mappings is what unmapping the arena takes, apart from the arena and
+// its shard: the Cache's cleanup holds these. A shard leads back to the
+// Cache through its config's OnEvict whenever the hook reaches the
+// Cache (hybrid's is a method of the Cache that owns it), and a cleanup
+// whose argument reaches its object never runs: the Cache, and all the
+// hook reaches, would stay in memory for good.
+type mappings struct {
+	chunks     []atomic.Pointer[byte] // the arena's: chunks mapped later show up here
+	chunkBytes int
+	next, pins []byte
+}
+
+func (a *arena) mappings() mappings {
+	return mappings{chunks: a.chunks, chunkBytes: a.chunkBytes(), next: a.nextMem, pins: a.pinMem}
+}
+
+// unmap releases the mappings. REQUIRES: as arena.unmap.
+func (m mappings) unmap() {
+	for i := range m.chunks {
+		if p := m.chunks[i].Load(); p != nil {
+			unmapChunk(unsafe.Slice(p, m.chunkBytes))
+		}
+	}
+	unmapChunk(m.next)
+	unmapChunk(m.pins)
 }
 
 // cursor reads or writes an entry's byte stream (key then value) across

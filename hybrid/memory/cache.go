@@ -161,18 +161,20 @@ func New(opts Options) (*Cache, error) {
 			lendMin:  LendMin,
 		},
 	}
+	maps := make([]mappings, len(m.shards))
 	for i := range m.shards {
 		m.shards[i].init(m.cfg)
+		maps[i] = m.shards[i].arena.mappings()
 	}
-	runtime.AddCleanup(m, unmapShards, m.shards)
+	runtime.AddCleanup(m, unmapArenas, maps) // not the shards: see mappings
 	return m, nil
 }
 
-// unmapShards is Cache's cleanup: it unmaps every arena once no Get
+// unmapArenas is Cache's cleanup: it unmaps every arena once no Get
 // can be reading one.
-func unmapShards(shards []shard) {
-	for i := range shards {
-		shards[i].arena.unmap()
+func unmapArenas(maps []mappings) {
+	for _, m := range maps {
+		m.unmap()
 	}
 }
 
