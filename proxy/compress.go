@@ -164,13 +164,19 @@ func (s *Server) compressible(h *fasthttp.ResponseHeader, si *httpcache.StoreInf
 		(cl >= 0 && (cl < int64(max(o.MinSize, 1)) || cl > o.MaxSize)) {
 		return false
 	}
+	// The media type first: it is a field fasthttp keeps apart, and most
+	// responses that reach here are not compressible by type; each check
+	// below walks the header fields (NoTransform parses Cache-Control).
+	if si.CC.NoTransform || !compressType(o.Types, h.ContentType()) {
+		return false
+	}
 	if ce := h.PeekBytes(headerContentEncoding); len(ce) > 0 && !bytes.EqualFold(bytes.TrimSpace(ce), httpcache.AcceptIdentity) {
 		return false
 	}
 	if len(h.PeekAll(fasthttp.HeaderVary)) > 0 {
 		return false
 	}
-	return !si.CC.NoTransform && !httpcache.NoTransform(h) && compressType(o.Types, h.ContentType())
+	return !httpcache.NoTransform(h)
 }
 
 // compressType reports whether the Content-Type ct names one of types.
