@@ -56,6 +56,9 @@ func connectionValue(h *fasthttp.ResponseHeader) []byte {
 	return h.PeekBytes(httpcache.HeaderConnection)
 }
 
+// dateLine starts the Date line a fill adds to a response without one.
+const dateLine = "Date: "
+
 // httpDateLen is the length of an IMF-fixdate (RFC 9110 §5.6.7).
 const httpDateLen = len("Mon, 02 Jan 2006 15:04:05 GMT")
 
@@ -95,6 +98,50 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 		kvs = append(kvs, headerKV{Key: buf[k0:v0:v0], Value: buf[v0:len(buf):len(buf)]})
 	}
 	return kvs, buf
+}
+
+// appendStoredLines appends the end-to-end fields of src (at most
+// maxStoredHeader, as copyResponseHeaders keeps them) to buf as the lines
+// of a record's header block, "Name: value\r\n" with the name in
+// canonical case (object_headers.go), and to kvs a view of each name and
+// value within its line. It walks src once: the lines are the stored
+// copy, and a fill's record takes them as its header block without
+// encoding them again (appendObjectHeadBlock). extra is the room left in
+// buf after the lines (what a caller adds without moving them: a Date
+// line, an ETag). ok is false when a field cannot be written as a line
+// (wireField): the lines are then not the block appendHeaderBlock would
+// write for kvs, and the record must be encoded from kvs.
+func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader, extra int) (_ []headerKV, _ []byte, ok bool) {
+	conn := connectionValue(src)
+	start, first := len(buf), len(kvs)
+	ok = true
+	for k, v := range src.All() {
+		if len(kvs)-first >= maxStoredHeader || !httpcache.StoredField(k, conn) {
+			continue
+		}
+		k0 := len(buf)
+		buf = appendCanonicalName(buf, k)
+		k1 := len(buf)
+		buf = append(append(buf, ": "...), v...)
+		kv := headerKV{Key: buf[k0:k1:k1], Value: buf[k1+2 : len(buf) : len(buf)]}
+		buf = append(buf, "\r\n"...)
+		ok = ok && wireField(kv)
+		kvs = append(kvs, kv)
+	}
+	if cap(buf)-len(buf) < extra {
+		buf = append(make([]byte, 0, len(buf)+extra), buf...)
+	}
+	// Point every view into buf's final array: appends may have moved it.
+	off := start
+	for i := first; i < len(kvs); i++ {
+		kv := &kvs[i]
+		nk, nv := len(kv.Key), len(kv.Value)
+		kv.Key = buf[off : off+nk : off+nk]
+		off += nk + 2
+		kv.Value = buf[off : off+nv : off+nv]
+		off += nv + 2
+	}
+	return kvs, buf, ok
 }
 
 // prepareOriginRequest turns dst (a copy of the client's request) into
