@@ -392,7 +392,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 	r.withClient(ctx, o)
 	resp := &ctx.Response
 	resp.SetStatusCode(f.obj.Status)
-	writeHeaders(&resp.Header, f.obj.Headers)
+	s.writeFillHeaders(&resp.Header, f.obj.Headers)
 	if f.obj.AgeHeader > 0 {
 		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
