@@ -164,29 +164,50 @@ func (s *Server) compressible(h *fasthttp.ResponseHeader, si *httpcache.StoreInf
 		(cl >= 0 && (cl < int64(max(o.MinSize, 1)) || cl > o.MaxSize)) {
 		return false
 	}
+	// The media type first: it is a field fasthttp keeps apart, and most
+	// responses that reach here are not compressible by type; each check
+	// below walks the header fields (NoTransform parses Cache-Control).
+	if si.CC.NoTransform || !compressType(o.Types, h.ContentType()) {
+		return false
+	}
 	if ce := h.PeekBytes(headerContentEncoding); len(ce) > 0 && !bytes.EqualFold(bytes.TrimSpace(ce), httpcache.AcceptIdentity) {
 		return false
 	}
 	if len(h.PeekAll(fasthttp.HeaderVary)) > 0 {
 		return false
 	}
-	return !si.CC.NoTransform && !httpcache.NoTransform(h) && compressType(o.Types, h.ContentType())
+	return !httpcache.NoTransform(h)
 }
 
 // compressType reports whether the Content-Type ct names one of types.
 func compressType(types []string, ct []byte) bool {
 	mt, _, _ := bytes.Cut(ct, []byte(";"))
 	mt = bytes.TrimSpace(mt)
+	// An ASCII mt equals under bytes.EqualFold only a type at least as
+	// long: a rune that folds to an ASCII letter is ASCII or longer (the
+	// Kelvin sign, the long s). Most types are skipped by length alone;
+	// comparing each cost a miss more than the rest of the check.
+	short := asciiBytes(mt)
 	for _, t := range types {
 		if p, ok := strings.CutSuffix(t, "/*"); ok {
 			if len(mt) > len(p) && mt[len(p)] == '/' && bytes.EqualFold(mt[:len(p)], []byte(p)) {
 				return true
 			}
-		} else if bytes.EqualFold(mt, []byte(t)) {
+		} else if (!short || len(t) >= len(mt)) && bytes.EqualFold(mt, []byte(t)) {
 			return true
 		}
 	}
 	return false
+}
+
+// asciiBytes reports whether every byte of b is ASCII.
+func asciiBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // compressJob is one body to compress: a copy of the committed record

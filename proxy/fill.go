@@ -91,9 +91,13 @@ type fill struct {
 	err   error // failure; readers return it (their client connection closes)
 	refs  int   // handlers holding the fill + the fill goroutine; slots released at 0
 
-	obj      object // the record being built; obj.Headers borrow hdrBuf
-	hdrBuf   []byte
-	hdrKVs   []headerKV         // obj.Headers' array, kept for reuse (fill_pool.go)
+	obj    object // the record being built; obj.Headers borrow hdrBuf
+	hdrBuf []byte
+	hdrKVs []headerKV // obj.Headers' array, kept for reuse (fill_pool.go)
+	// block is obj.Headers as their record's header block, the lines in
+	// hdrBuf they are views into (appendStoredLines); nil when the record
+	// encodes them itself (none, or one that cannot be a line).
+	block    []byte
 	handOff  *fasthttp.Response // fillPrivate: the origin response, for the leader
 	declared int64              // origin Content-Length, or <0 when unknown
 	received int64
@@ -388,7 +392,7 @@ func (s *Server) serveFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, cs cach
 	r.withClient(ctx, o)
 	resp := &ctx.Response
 	resp.SetStatusCode(f.obj.Status)
-	writeHeaders(&resp.Header, f.obj.Headers)
+	s.writeFillHeaders(&resp.Header, f.obj.Headers)
 	if f.obj.AgeHeader > 0 {
 		resp.Header.SetBytesKV(httpcache.HeaderAge, fasthttp.AppendUint(nil, int(f.obj.AgeHeader)))
 	}
@@ -552,12 +556,18 @@ func (f *fill) start(si *httpcache.StoreInfo, resp *fasthttp.Response, reqTime, 
 	o.StaleWhileRevalidate, o.StaleIfError = si.StaleWhileRevalidate, si.StaleIfError
 	o.MustRevalidate, o.NoCache = si.MustRevalidate, si.NoCache
 	o.Vary, o.VariantKey = f.rv.vary, f.rv.vkey
-	f.hdrKVs, f.hdrBuf = appendResponseHeaders(f.hdrKVs[:0], f.hdrBuf[:0], &resp.Header, len(si.ETag)+httpDateLen)
-	o.Headers = f.hdrKVs
+	var whole bool
+	f.hdrKVs, f.hdrBuf, whole = appendStoredLines(f.hdrKVs[:0], f.hdrBuf[:0], &resp.Header, len(dateLine)+httpDateLen+2+len(si.ETag))
 	if si.DateMissing { // RFC 9110 §6.6.1: record when it was received
-		n := len(f.hdrBuf)
-		f.hdrBuf = fasthttp.AppendHTTPDate(f.hdrBuf, si.Date)
-		o.Headers = append(o.Headers, headerKV{Key: httpcache.HeaderDate, Value: f.hdrBuf[n:len(f.hdrBuf):len(f.hdrBuf)]})
+		n := len(f.hdrBuf) + len(dateLine)
+		f.hdrBuf = fasthttp.AppendHTTPDate(append(f.hdrBuf, dateLine...), si.Date)
+		f.hdrKVs = append(f.hdrKVs, headerKV{Key: f.hdrBuf[n-len(dateLine) : n-2 : n-2], Value: f.hdrBuf[n:len(f.hdrBuf):len(f.hdrBuf)]})
+		f.hdrBuf = append(f.hdrBuf, "\r\n"...)
+	}
+	o.Headers = f.hdrKVs
+	f.block = nil
+	if whole && len(f.hdrBuf) > 0 {
+		f.block = f.hdrBuf[:len(f.hdrBuf):len(f.hdrBuf)]
 	}
 	f.hdrBuf = append(f.hdrBuf, si.ETag...)
 	o.ETag = f.hdrBuf[len(f.hdrBuf)-len(si.ETag):]

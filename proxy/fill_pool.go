@@ -97,7 +97,7 @@ func (f *fill) recycle() bool {
 	clear(readers[:cap(readers)])
 	f.s, f.key, f.skey, f.rv, f.compress = nil, nil, nil, fillReval{}, false
 	f.state, f.err, f.refs = fillPending, nil, 0
-	f.obj, f.hdrBuf, f.hdrKVs, f.handOff = object{}, nil, nil, nil
+	f.obj, f.hdrBuf, f.hdrKVs, f.block, f.handOff = object{}, nil, nil, nil, nil
 	f.declared, f.received, f.done, f.storing, f.inserted = 0, 0, false, false, 0
 	f.window, f.slotIdx, f.readers = nil, nil, nil
 	f.waiting, f.large, f.expiry = false, false, time.Time{}

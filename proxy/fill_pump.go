@@ -155,14 +155,14 @@ func (f *fill) insertSlice(idx int) {
 // its URL's index.
 func (f *fill) commitRecord() {
 	if f.rv.vary != nil {
-		insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
+		insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.block, f.expiry, len(f.hdrBuf))
 		f.s.recordTags(f.skey, &f.obj)
 		f.s.variantCommitted(f)
 		return
 	}
 	m := f.s.vlocks.lock(f.skey)
 	defer m.Unlock() // deferred: a panicking store must not leave the stripe locked
-	insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.expiry, len(f.hdrBuf))
+	insertRecord(f.s.store, metaKey(f.kb[:0], f.skey), &f.obj, f.block, f.expiry, len(f.hdrBuf))
 	f.s.recordTags(f.skey, &f.obj)
 }
 

@@ -141,6 +141,14 @@ func appendObject(dst []byte, o *object) []byte {
 // returns it with the record's checksum: the record is that head, the
 // inline body (o.inline()), then the checksum, big-endian.
 func appendObjectHead(dst []byte, o *object) ([]byte, uint32) {
+	return appendObjectHeadBlock(dst, o, nil)
+}
+
+// appendObjectHeadBlock is appendObjectHead with o's header block given in
+// wire form, as appendHeaderBlock would write it for o.Headers without its
+// length (a fill has it: appendStoredLines); nil encodes it from
+// o.Headers.
+func appendObjectHeadBlock(dst []byte, o *object, block []byte) ([]byte, uint32) {
 	start := len(dst)
 	dst = append(dst, objectMagic[:]...)
 	dst = append(dst, objectVersion, o.flags())
@@ -155,7 +163,11 @@ func appendObjectHead(dst []byte, o *object) ([]byte, uint32) {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(d))
 	}
 	dst = appendBytes(appendBytes(appendBytes(dst, o.ETag), o.Vary), o.VariantKey)
-	dst = appendHeaderBlock(dst, o.Headers)
+	if block != nil {
+		dst = append(binary.AppendUvarint(dst, uint64(len(block))), block...)
+	} else {
+		dst = appendHeaderBlock(dst, o.Headers)
+	}
 	if o.hasDigests() {
 		dst = append(dst, o.Digests...)
 	}

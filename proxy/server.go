@@ -48,6 +48,7 @@ type Server struct {
 
 	cz         compressor    // compression at the edge (compress.go)
 	hitHeaders hitHeaders    // prepared response headers of hits (hit_headers.go)
+	dates      dateHeaders   // the last Date header prepared for a miss (headers.go)
 	deadlines  connDeadlines // client connection deadlines (deadlines.go)
 
 	life   context.Context // the Server's; cancelled by Close, with lives
@@ -128,6 +129,7 @@ func New(store Store, opts Options) (*Server, error) {
 	s.fetches.init()
 	s.vlocks.seed = maphash.MakeSeed()
 	s.hitHeaders.init()
+	s.dates.init()
 	s.deadlines.init(opts.ReadTimeout, opts.ClientIdleTimeout, opts.WriteTimeout)
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.pool.New = func() any { return &reqState{} }

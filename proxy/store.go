@@ -52,20 +52,25 @@ type partsInserter interface {
 // insertRecord stores the record of o under key, copying an inline body
 // once where s takes parts (else the record is encoded whole first).
 // hdrLen is about the bytes of o's header names and values (it sizes a
-// buffer).
-func insertRecord(s Store, key []byte, o *object, expiry time.Time, hdrLen int) {
+// buffer); block is o's header block in wire form when the caller has it,
+// else nil (appendObjectHeadBlock).
+func insertRecord(s Store, key []byte, o *object, block []byte, expiry time.Time, hdrLen int) {
 	n := objectFixedLen + hdrLen + 16 + 6*len(o.Headers) + len(o.Digests) + 4
 	pi, ok := s.(partsInserter)
 	if !ok || !o.inline() || o.BodyLen == 0 {
 		if o.inline() {
 			n += int(o.BodyLen)
 		}
-		rec := appendObject(getSlab(n), o)
+		rec, sum := appendObjectHeadBlock(getSlab(n), o, block)
+		if o.inline() {
+			rec = append(rec, o.Body[:o.BodyLen]...)
+		}
+		rec = binary.BigEndian.AppendUint32(rec, sum)
 		s.Insert(key, rec, expiry)
 		putSlab(rec)
 		return
 	}
-	rec, sum := appendObjectHead(getSlab(n), o)
+	rec, sum := appendObjectHeadBlock(getSlab(n), o, block)
 	head := len(rec)
 	rec = binary.BigEndian.AppendUint32(rec, sum)
 	pi.InsertParts(key, rec[:head], o.Body[:o.BodyLen], rec[head:], expiry)

@@ -6,6 +6,54 @@ import "bytes"
 // (RFC 9110 §7.6.1): the fixed hop-by-hop set, any Proxy-* header, and
 // every name listed in the message's Connection header (conn).
 func HopByHop(key, conn []byte) bool {
+	if !asciiName(key) {
+		return hopByHopFold(key, conn)
+	}
+	return hopByHopASCII(key, conn)
+}
+
+// hopByHopASCII is HopByHop for an ASCII name.
+func hopByHopASCII(key, conn []byte) bool {
+	switch len(key) {
+	case len("TE"):
+		if equalFold(key, "TE") {
+			return true
+		}
+	case len("Trailer"): // and Upgrade
+		if equalFold(key, "Trailer") || equalFold(key, "Upgrade") {
+			return true
+		}
+	case len("Connection"): // and Keep-Alive
+		if equalFold(key, "Connection") || equalFold(key, "Keep-Alive") {
+			return true
+		}
+	case len("Transfer-Encoding"):
+		if equalFold(key, "Transfer-Encoding") {
+			return true
+		}
+	}
+	if len(key) >= len("Proxy-") && equalFold(key[:len("Proxy-")], "Proxy-") {
+		return true
+	}
+	return listed(conn, key)
+}
+
+// asciiName reports whether name is ASCII. A name that is not takes the
+// Unicode case folding of bytes.EqualFold, under which the Kelvin sign
+// matches 'k' and the long s 's' ("\u212aeep-Alive" is Keep-Alive to it):
+// HopByHop and StoredField compare ASCII names by length and bytes first,
+// the same answers for them, and keep the folding ones as they were.
+func asciiName(name []byte) bool {
+	for _, c := range name {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// hopByHopFold is HopByHop for a name that is not ASCII.
+func hopByHopFold(key, conn []byte) bool {
 	switch {
 	case bytes.EqualFold(key, HeaderConnection), bytes.EqualFold(key, headerKeepAlive),
 		bytes.EqualFold(key, headerTE), bytes.EqualFold(key, headerTrailer),
@@ -38,8 +86,25 @@ func listed(list, name []byte) bool {
 // framing (Content-Length, set from the body), Age (recomputed), and
 // Alt-Svc (a statement about the origin's connection, not the resource).
 func StoredField(key, conn []byte) bool {
-	return !HopByHop(key, conn) && !bytes.EqualFold(key, HeaderContentLength) &&
-		!bytes.EqualFold(key, HeaderAge) && !bytes.EqualFold(key, headerAltSvc)
+	if !asciiName(key) {
+		return !hopByHopFold(key, conn) && !bytes.EqualFold(key, HeaderContentLength) &&
+			!bytes.EqualFold(key, HeaderAge) && !bytes.EqualFold(key, headerAltSvc)
+	}
+	switch len(key) {
+	case len("Content-Length"):
+		if equalFold(key, "Content-Length") {
+			return false
+		}
+	case len("Age"):
+		if equalFold(key, "Age") {
+			return false
+		}
+	case len("Alt-Svc"):
+		if equalFold(key, "Alt-Svc") {
+			return false
+		}
+	}
+	return !hopByHopASCII(key, conn)
 }
 
 // UpdatableField reports whether a 304's field may replace the stored

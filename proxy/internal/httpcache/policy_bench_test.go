@@ -66,3 +66,22 @@ func BenchmarkVaryKey(b *testing.B) {
 		dst, _ = VaryKey(dst[:0], vary, &req.Header)
 	}
 }
+
+// storedNames are the field names of a typical origin response.
+var storedNames = [][]byte{
+	[]byte("Content-Type"), []byte("Server"), []byte("Date"), []byte("Cache-Control"),
+	[]byte("Etag"), []byte("Last-Modified"), []byte("Accept-Ranges"), []byte("X-Request-Id"),
+}
+
+// BenchmarkStoredField: StoredField over the names of a typical origin
+// response (a miss asks once per field).
+func BenchmarkStoredField(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, k := range storedNames {
+			if !StoredField(k, nil) {
+				b.Fatal(string(k))
+			}
+		}
+	}
+}
