@@ -79,7 +79,7 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 	conn := connectionValue(src)
 	n, size := 0, extra
 	for k, v := range src.All() {
-		if httpcache.StoredField(k, conn) && n < maxStoredHeader {
+		if httpcache.StoredField(k, conn) && n < maxStoredFields {
 			n, size = n+1, size+len(k)+len(v)
 		}
 	}
@@ -90,7 +90,7 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 		buf = make([]byte, 0, size)
 	}
 	for k, v := range src.All() {
-		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredHeader {
+		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredFields {
 			continue
 		}
 		k0 := len(buf)
@@ -103,7 +103,7 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 }
 
 // appendStoredLines appends the end-to-end fields of src (at most
-// maxStoredHeader, as copyResponseHeaders keeps them) to buf as the lines
+// maxStoredFields, as copyResponseHeaders keeps them) to buf as the lines
 // of a record's header block, "Name: value\r\n" with the name in
 // canonical case (object_headers.go), and to kvs a view of each name and
 // value within its line. It walks src once: the lines are the stored
@@ -118,7 +118,7 @@ func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader,
 	start, first := len(buf), len(kvs)
 	ok = true
 	for k, v := range src.All() {
-		if len(kvs)-first >= maxStoredHeader || !httpcache.StoredField(k, conn) {
+		if len(kvs)-first >= maxStoredFields || !httpcache.StoredField(k, conn) {
 			continue
 		}
 		k0 := len(buf)

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 
 	"strata/proxy/internal/httpcache"
@@ -176,5 +178,29 @@ func TestFillRecordHeaderBlock(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestManyFieldsNoDate: a response with more fields than a record holds
+// and no Date is stored with the Date the fill adds, as a record that
+// decodes: the next request is a hit, not a damaged record and a miss.
+func TestManyFieldsNoDate(t *testing.T) {
+	p := newPair(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["Date"] = nil // net/http adds none
+		for i := range maxStoredHeader + 44 {
+			w.Header().Set(fmt.Sprintf("X-F%d", i), "v")
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write([]byte("many"))
+	}, nil)
+	releaseResp(p.get("/many"))
+	p.settle()
+	r := p.get("/many")
+	defer releaseResp(r)
+	if cs := string(r.Header.Peek("Cache-Status")); !strings.Contains(cs, "; hit") || string(r.Body()) != "many" {
+		t.Errorf("second request: Cache-Status %q, body %q; want a hit", cs, r.Body())
+	}
+	if n := testutil.ToFloat64(p.srv.m.corrupt); n != 0 {
+		t.Errorf("%v records found damaged", n)
 	}
 }
