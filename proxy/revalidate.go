@@ -228,7 +228,9 @@ func mergeHeaders(h *fasthttp.ResponseHeader, stored []headerKV, h304 *fasthttp.
 	// A length, or the parser reads "until close" and adds Connection: close.
 	wire = append(wire, "Content-Length: 0\r\n\r\n"...)
 	h.SetNoDefaultContentType(true)
-	return h.Read(bufio.NewReader(bytes.NewReader(wire)))
+	// A buffer that holds the whole block: fasthttp refuses a header
+	// larger than its reader's buffer (a default one is 4 KiB).
+	return h.Read(bufio.NewReaderSize(bytes.NewReader(wire), len(wire)))
 }
 
 // storeExpiry is when the store may drop a response received at

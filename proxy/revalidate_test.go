@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -387,5 +388,44 @@ func TestStoreExpiryUnreachable(t *testing.T) {
 	si.NoCache = true
 	if got := s.storeExpiry(&si, now).Sub(now); got != time.Minute {
 		t.Fatalf("no-cache: expiry in %v, want 1m", got)
+	}
+}
+
+// TestMergeHeadersLarge: stored headers larger than a default bufio
+// buffer (4 KiB: CSP, cookies) still merge; refresh read a failed merge as
+// a 304 that selects nothing and fetched the whole body again.
+func TestMergeHeadersLarge(t *testing.T) {
+	var stored []headerKV
+	for i := range 100 {
+		stored = append(stored, headerKV{[]byte(fmt.Sprintf("X-Field-%d", i)), bytes.Repeat([]byte("v"), 60)})
+	}
+	h304 := &fasthttp.ResponseHeader{}
+	wire := "HTTP/1.1 304 Not Modified\r\nCache-Control: max-age=99\r\nContent-Length: 0\r\n\r\n"
+	if err := h304.Read(bufio.NewReader(strings.NewReader(wire))); err != nil {
+		t.Fatal(err)
+	}
+	h := &fasthttp.ResponseHeader{}
+	if err := mergeHeaders(h, stored, h304, time.Now()); err != nil {
+		t.Fatalf("merge of %d stored fields: %v", len(stored), err)
+	}
+	if v := h.Peek("X-Field-99"); len(v) != 60 {
+		t.Errorf("X-Field-99 = %q", v)
+	}
+}
+
+// TestRevalidate304LargeHeaders: a 304 refreshes a response whose stored
+// headers pass 4 KiB, rather than being taken for one that selects
+// nothing and followed by an unconditional fetch of the whole body.
+func TestRevalidate304LargeHeaders(t *testing.T) {
+	p, o := newVersioned(t, "max-age=10", true, false, smallBody, nil)
+	p.client.ReadBufferSize = 64 << 10 // the client's read of the response headers
+	o.extra.Store(strings.Repeat("x", 5000))
+	p.gets("/large")
+	p.clock.Advance(20 * time.Second)
+	r := p.gets("/large")
+	expectHeader(t, r, "Cache-Status", "strata; fwd=stale; fwd-status=304")
+	expectBody(t, r, smallBody(1))
+	if n := p.hits.Load(); n != 2 {
+		t.Fatalf("origin saw %d requests, want 2 (the fill and one conditional)", n)
 	}
 }
