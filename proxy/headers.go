@@ -79,7 +79,7 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 	conn := connectionValue(src)
 	n, size := 0, extra
 	for k, v := range src.All() {
-		if httpcache.StoredField(k, conn) && n < maxStoredFields {
+		if httpcache.StoredField(k, conn) && n < maxStoredHeader {
 			n, size = n+1, size+len(k)+len(v)
 		}
 	}
@@ -90,7 +90,7 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 		buf = make([]byte, 0, size)
 	}
 	for k, v := range src.All() {
-		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredFields {
+		if !httpcache.StoredField(k, conn) || len(kvs) >= maxStoredHeader {
 			continue
 		}
 		k0 := len(buf)
@@ -103,7 +103,8 @@ func appendResponseHeaders(kvs []headerKV, buf []byte, src *fasthttp.ResponseHea
 }
 
 // appendStoredLines appends the end-to-end fields of src (at most
-// maxStoredFields, as copyResponseHeaders keeps them) to buf as the lines
+// maxStoredFields: one fewer than copyResponseHeaders keeps, for the Date
+// a fill adds to a response without one) to buf as the lines
 // of a record's header block, "Name: value\r\n" with the name in
 // canonical case (object_headers.go), and to kvs a view of each name and
 // value within its line. It walks src once: the lines are the stored

@@ -49,9 +49,11 @@ const (
 	objectVersion   = 3
 	objectFixedLen  = 3 + 1 + 1 + 2 + 8 + 4 + 8 + 5*8 + 4*8
 	maxStoredHeader = 256 // headers per record
-	// maxStoredFields is how many of an origin response's fields a record
-	// keeps: one fewer than it may hold, for the Date a fill adds to a
-	// response without one (a 257th line would make the record undecodable).
+	// maxStoredFields is how many of an origin response's fields a fill's
+	// record keeps: one fewer than it may hold, for the Date a fill adds
+	// to a response without one (a 257th line would make the record
+	// undecodable). Other records (a refresh's merge, a slice fetch's) add
+	// none and keep maxStoredHeader.
 	maxStoredFields = maxStoredHeader - 1
 	maxBodyLen      = 1 << 50
 )

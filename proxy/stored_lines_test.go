@@ -22,6 +22,7 @@ import (
 func checkStoredLines(t *testing.T, h *fasthttp.ResponseHeader, kvs []headerKV, buf []byte, extra int) {
 	t.Helper()
 	want, _ := copyResponseHeaders(h, 0)
+	want = want[:min(len(want), maxStoredFields)] // a fill keeps room for a Date
 	kvs, buf, ok := appendStoredLines(kvs, buf, h, extra)
 	if len(kvs) != len(want) {
 		t.Fatalf("%d fields, want %d", len(kvs), len(want))
