@@ -257,7 +257,7 @@ func (s *Server) miss(ctx *fasthttp.RequestCtx, st *reqState, o *origin, cs cach
 		}
 		f, leader, ok = s.fills.joinSince(s, st.key, st.fmark)
 	}
-	t0 := s.originClock(ctx)
+	t0 := s.originClock()
 	if leader {
 		s.startFill(ctx, f, o, st, false)
 	}

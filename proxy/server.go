@@ -60,6 +60,7 @@ type Server struct {
 	reloadMu sync.Mutex  // serialises Reload and Close's closing of routers
 	retired  []*router   // the last routers Reload replaced (maxRetired), closed again at Close
 	s3c      *s3Counters // the S3 origins' counters, shared by every settings snapshot
+	logged   atomic.Bool // a LoggedHandler wraps the handler (access.go)
 }
 
 // reqState is the pooled per-request scratch of the handler.

@@ -4,11 +4,12 @@
 // origin status and time).
 //
 // Writing never blocks a request. Log.Write formats the line on the
-// caller's goroutine (on its stack) and appends it to one of several shard
-// buffers, chosen by the request's connection, under that shard's mutex
-// and with a number from one sequence: requests on different connections
-// do not wait for each other (one buffer behind one mutex cost a 1 KiB hit
-// a contended Unlock at every request). One writer goroutine, owned by
+// caller's goroutine, straight into one of several shard buffers, chosen
+// by the request's connection, under that shard's mutex and with a number
+// from one sequence: requests on different connections do not wait for
+// each other (one buffer behind one mutex cost a 1 KiB hit a contended
+// Unlock at every request; the sequence's one atomic add, about 10 ns on
+// two cores, is cheaper than a clock read to order lines by). One writer goroutine, owned by
 // the Log, takes every shard's lines at once and writes them in the order
 // of their numbers, so lines are in the order their Writes took them, as
 // with a single buffer. It takes them when a quarter of the buffer space

@@ -16,7 +16,7 @@ import (
 
 const (
 	lineBytes     = 256 // a typical line, for sizing from BufferLines
-	stackLine     = 512 // lines up to this long are formatted on the stack
+	stackLine     = 512 // lines up to this long are formatted in place (shard.go)
 	flushEvery    = 100 * time.Millisecond
 	clockEvery    = 100 * time.Millisecond // the coarse clock's longest sleep
 	errorLogEvery = 10 * time.Second
@@ -155,14 +155,7 @@ func (l *Log) Write(e *Entry) {
 	if e.Time.IsZero() {
 		e.Time = l.Second()
 	}
-	var sb [stackLine]byte
-	var line []byte
-	if l.json {
-		line = AppendJSON(sb[:0], e)
-	} else {
-		line = AppendCombined(sb[:0], e)
-	}
-	if l.add(e.Conn, line) {
+	if l.addEntry(e.Conn, e, l.json) {
 		return
 	}
 	l.m.dropped.Inc()

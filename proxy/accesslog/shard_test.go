@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -162,5 +163,56 @@ func TestAddAfterClose(t *testing.T) {
 	closeLog(t, l)
 	if l.add(1, AppendCombined(nil, entry())) {
 		t.Error("a line was buffered after the writer's last take")
+	}
+}
+
+// lockedBuffer is an io.Writer safe for the writer goroutine and a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// TestLinesAtChunkEnds: lines of every length around the room a chunk
+// has left (formatted in place, in the shard's scratch buffer, or past
+// the room and moved) and longer than a chunk reach the output whole and
+// in order, in both formats, on one connection and on several.
+func TestLinesAtChunkEnds(t *testing.T) {
+	for _, format := range []string{FormatCombined, FormatJSON} {
+		t.Run(format, func(t *testing.T) {
+			out := &lockedBuffer{}
+			l, err := Open(Options{Path: "-", Stdout: out, Format: format, BufferLines: 1 << 16}) // 16 MiB: room for every line
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for i := range 3000 {
+				e := uriEntry(i)
+				e.URI = append(e.URI, "?p="...)
+				e.URI = append(e.URI, strings.Repeat("x", i*7%(2*l.chunk))...)
+				e.Conn = uint64(i % 5 / 4) // mostly one connection, sometimes another
+				want = appendLine(want, e, format == FormatJSON)
+				l.Write(e)
+			}
+			closeLog(t, l)
+			if d := testutil.ToFloat64(l.m.dropped); d > 0 {
+				t.Fatalf("%v lines dropped", d)
+			}
+			if !bytes.Equal(out.b, want) {
+				got, exp := strings.Split(string(out.b), "\n"), strings.Split(string(want), "\n")
+				for i := range min(len(got), len(exp)) {
+					if got[i] != exp[i] {
+						t.Fatalf("line %d is\n%.200q\nwant\n%.200q", i, got[i], exp[i])
+					}
+				}
+				t.Fatalf("%d lines, want %d", len(got), len(exp))
+			}
+		})
 	}
 }
