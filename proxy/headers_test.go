@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 func TestHopByHopAndForwarded(t *testing.T) {
@@ -202,6 +204,19 @@ func TestStoredNamesCanonical(t *testing.T) {
 		}
 		if !strings.Contains(h, "X-Lower: 1\r\nEtag: \"e\"\r\nBad Name: 2\r\n") || !strings.Contains(h, want) {
 			t.Fatalf("normalising off=%v:\n%s", off, h)
+		}
+	}
+}
+
+// TestOriginRequestNamesCanonical: the names prepareOriginRequest looks
+// up and sets with fasthttp's Canonical calls are as fasthttp normalises
+// them; a name that is not would be missed in the client's request and
+// sent in a case of its own.
+func TestOriginRequestNamesCanonical(t *testing.T) {
+	for _, name := range [][]byte{httpcache.HeaderConnection, httpcache.HeaderXForwardedFor,
+		httpcache.HeaderXForwardedHost, httpcache.HeaderXForwardedProto} {
+		if got := appendCanonicalName(nil, name); string(got) != string(name) {
+			t.Errorf("%s is not canonical (%s)", name, got)
 		}
 	}
 }
