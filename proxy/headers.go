@@ -54,8 +54,10 @@ func fillRequestHeader(dst, src *fasthttp.RequestHeader) {
 }
 
 // connectionValue returns the Connection header's token list of h, or nil.
+// The name is canonical (TestOriginRequestNamesCanonical): PeekBytes would
+// only copy it.
 func connectionValue(h *fasthttp.ResponseHeader) []byte {
-	return h.PeekBytes(httpcache.HeaderConnection)
+	return h.PeekCanonical(httpcache.HeaderConnection)
 }
 
 // dateLine starts the Date line a fill adds to a response without one.
@@ -123,12 +125,13 @@ func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader,
 			continue
 		}
 		k0 := len(buf)
-		buf = appendCanonicalName(buf, k)
+		var wire bool
+		buf, wire = appendWireName(buf, k)
 		k1 := len(buf)
 		buf = append(append(buf, ": "...), v...)
 		kv := headerKV{Key: buf[k0:k1:k1], Value: buf[k1+2 : len(buf) : len(buf)]}
 		buf = append(buf, "\r\n"...)
-		ok = ok && wireField(kv)
+		ok = ok && wire && wireValue(v)
 		kvs = append(kvs, kv)
 	}
 	if cap(buf)-len(buf) < extra {
