@@ -54,8 +54,10 @@ func fillRequestHeader(dst, src *fasthttp.RequestHeader) {
 }
 
 // connectionValue returns the Connection header's token list of h, or nil.
+// The name is canonical (TestOriginRequestNamesCanonical): PeekBytes would
+// only copy it.
 func connectionValue(h *fasthttp.ResponseHeader) []byte {
-	return h.PeekBytes(httpcache.HeaderConnection)
+	return h.PeekCanonical(httpcache.HeaderConnection)
 }
 
 // dateLine starts the Date line a fill adds to a response without one.
@@ -123,12 +125,13 @@ func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader,
 			continue
 		}
 		k0 := len(buf)
-		buf = appendCanonicalName(buf, k)
+		var wire bool
+		buf, wire = appendWireName(buf, k)
 		k1 := len(buf)
 		buf = append(append(buf, ": "...), v...)
 		kv := headerKV{Key: buf[k0:k1:k1], Value: buf[k1+2 : len(buf) : len(buf)]}
 		buf = append(buf, "\r\n"...)
-		ok = ok && wireField(kv)
+		ok = ok && wire && wireValue(v)
 		kvs = append(kvs, kv)
 	}
 	if cap(buf)-len(buf) < extra {
@@ -149,10 +152,14 @@ func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader,
 
 // prepareOriginRequest turns dst (a copy of the client's request) into
 // the request sent to o: hop-by-hop headers stripped, Host set per
-// o.HostHeader, X-Forwarded-*, Via and CDN-Loop added.
+// o.HostHeader, X-Forwarded-*, Via and CDN-Loop added. The fields it
+// looks up and sets by name go through fasthttp's Canonical calls, which
+// skip copying and normalising the name: those names are canonical
+// already (TestOriginRequestNamesCanonical), and for a canonical name
+// PeekBytes and SetBytesKV do nothing else.
 func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
 	h := &dst.Header
-	conn := h.PeekBytes(httpcache.HeaderConnection)
+	conn := h.PeekCanonical(httpcache.HeaderConnection)
 	var drop [][]byte
 	for k := range h.All() {
 		if httpcache.HopByHop(k, conn) {
@@ -164,18 +171,18 @@ func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.Reque
 	}
 	h.ResetConnectionClose()
 	clientHost := ctx.Request.Header.Host()
-	h.SetBytesKV(httpcache.HeaderXForwardedHost, clientHost)
+	h.SetCanonical(httpcache.HeaderXForwardedHost, clientHost)
 	if ctx.IsTLS() {
-		h.SetBytesKV(httpcache.HeaderXForwardedProto, []byte("https"))
+		h.SetCanonical(httpcache.HeaderXForwardedProto, schemeHTTPS)
 	} else {
-		h.SetBytesKV(httpcache.HeaderXForwardedProto, []byte("http"))
+		h.SetCanonical(httpcache.HeaderXForwardedProto, schemeHTTP)
 	}
 	var xff [64]byte
 	v := xff[:0]
-	if prior := h.PeekBytes(httpcache.HeaderXForwardedFor); len(prior) > 0 {
+	if prior := h.PeekCanonical(httpcache.HeaderXForwardedFor); len(prior) > 0 {
 		v = append(append(v, prior...), ", "...)
 	}
-	h.SetBytesKV(httpcache.HeaderXForwardedFor, appendIP(v, ctx.RemoteIP()))
+	h.SetCanonical(httpcache.HeaderXForwardedFor, appendIP(v, ctx.RemoteIP()))
 	h.AddBytesKV(httpcache.HeaderVia, s.via)
 	s.addCDNLoop(h)
 	if sc := s.cfg().Policy.SurrogateCapability(); !s.cfg().Policy.IgnoreSurrogateControl && len(sc) > 0 {

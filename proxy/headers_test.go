@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"strata/proxy/internal/httpcache"
 )
 
 func TestHopByHopAndForwarded(t *testing.T) {
@@ -202,6 +205,43 @@ func TestStoredNamesCanonical(t *testing.T) {
 		}
 		if !strings.Contains(h, "X-Lower: 1\r\nEtag: \"e\"\r\nBad Name: 2\r\n") || !strings.Contains(h, want) {
 			t.Fatalf("normalising off=%v:\n%s", off, h)
+		}
+	}
+}
+
+// TestOriginRequestNamesCanonical: the names prepareOriginRequest looks
+// up and sets with fasthttp's Canonical calls are as fasthttp normalises
+// them; a name that is not would be missed in the client's request and
+// sent in a case of its own.
+func TestOriginRequestNamesCanonical(t *testing.T) {
+	for _, name := range [][]byte{httpcache.HeaderConnection, httpcache.HeaderXForwardedFor,
+		httpcache.HeaderXForwardedHost, httpcache.HeaderXForwardedProto} {
+		if got := appendCanonicalName(nil, name); string(got) != string(name) {
+			t.Errorf("%s is not canonical (%s)", name, got)
+		}
+	}
+}
+
+// TestAppendWireName: appendWireName appends what appendCanonicalName
+// does and answers as wireName does on it, for names of every kind:
+// canonical, in other cases, with bytes outside the token set, empty.
+func TestAppendWireName(t *testing.T) {
+	names := []string{"", "Etag", "ETAG", "x-lower", "Content-Type", "-a-", "a--b", "Bad Name", "X:Y", "a\rb", "b\n",
+		"x-\x80", "Ab9_~"}
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "aZq-_9: \r\n\x80!"
+	for range 2000 {
+		b := make([]byte, r.IntN(7))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
+	for _, name := range names {
+		got, ok := appendWireName([]byte("pre"), []byte(name))
+		want := appendCanonicalName([]byte("pre"), []byte(name))
+		if string(got) != string(want) || ok != wireName(want[3:]) {
+			t.Fatalf("appendWireName(%q) = %q, %v; want %q, %v", name, got, ok, want, wireName(want[3:]))
 		}
 	}
 }

@@ -49,15 +49,25 @@ func appendHeaderBlock(dst []byte, kvs []headerKV) []byte {
 // calls per field were half the time a fill took to encode its header
 // block (BenchmarkEncodeHeaderBlock).
 func wireField(kv headerKV) bool {
-	if len(kv.Key) == 0 {
+	return wireName(kv.Key) && wireValue(kv.Value)
+}
+
+// wireName is wireField's rule for a name: not empty, no ':', CR or LF.
+func wireName(name []byte) bool {
+	if len(name) == 0 {
 		return false
 	}
-	for _, c := range kv.Key {
+	for _, c := range name {
 		if c == ':' || c == '\r' || c == '\n' {
 			return false
 		}
 	}
-	for _, c := range kv.Value {
+	return true
+}
+
+// wireValue is wireField's rule for a value: no CR or LF.
+func wireValue(v []byte) bool {
+	for _, c := range v {
 		if c == '\r' || c == '\n' {
 			return false
 		}
@@ -131,6 +141,34 @@ func appendCanonicalName(dst, name []byte) []byte {
 		upper = c == '-'
 	}
 	return dst
+}
+
+// appendWireName is appendCanonicalName, and reports wireName of the name
+// it appended, in one pass over a token name (a fill stores every field
+// of its response this way: appendStoredLines).
+func appendWireName(dst, name []byte) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, name...)
+	upper := true
+	for i, c := range dst[start:] {
+		switch nameClass[c] {
+		case nonToken: // the name is left as it is
+			copy(dst[start:], name)
+			return dst, wireName(name)
+		case lowerLetter:
+			if upper {
+				c -= 'a' - 'A'
+				dst[start+i] = c
+			}
+		case upperLetter:
+			if !upper {
+				c += 'a' - 'A'
+				dst[start+i] = c
+			}
+		}
+		upper = c == '-'
+	}
+	return dst, len(name) > 0
 }
 
 // canonicalName reports whether name is in the case appendCanonicalName

@@ -41,7 +41,12 @@ func parseAge(v []byte) (int64, bool) {
 // when absent or invalid. Several Age lines are one list (RFC 9110 §5.3),
 // so the first member is on the first line that holds one (see parseAge).
 func ResponseAge(h *fasthttp.ResponseHeader) int64 {
-	for _, line := range h.PeekAll(fasthttp.HeaderAge) {
+	return responseAge(h.PeekAll(fasthttp.HeaderAge))
+}
+
+// responseAge is ResponseAge on the Age lines.
+func responseAge(lines [][]byte) int64 {
+	for _, line := range lines {
 		if m := firstMember(line); len(m) > 0 {
 			n, ok := parseDelta(m)
 			if !ok {

@@ -178,16 +178,16 @@ func understoodStatus(status int) bool {
 }
 
 // storeFreshness fills si's FreshnessInfo, Heuristic and Expires from the
-// merged Cache-Control in si.CC and h (RFC 9111 §4.2.1: s-maxage when
+// merged Cache-Control in si.CC and f (RFC 9111 §4.2.1: s-maxage when
 // shared, max-age, Expires - Date, then a heuristic).
-func storeFreshness(si *StoreInfo, status int, h *fasthttp.ResponseHeader, o *PolicyOptions) {
+func storeFreshness(si *StoreInfo, status int, f *respFields, o *PolicyOptions) {
 	cc := &si.CC
 	si.NoCache = cc.NoCache
 	si.MustRevalidate = cc.MustRevalidate || (o.Shared && (cc.ProxyRevalidate || cc.SMaxAge >= 0))
 	si.StaleWhileRevalidate = deltaOrNone(cc.StaleWhileRevalidate)
 	si.StaleIfError = deltaOrNone(cc.StaleIfError)
 	if si.Targeted == TargetedNone {
-		si.Expires = storeExpires(h) // RFC 9213 §2.1: ignored under a targeted field
+		si.Expires = storeExpires(f.lines(&f.expires, fasthttp.HeaderExpires)) // RFC 9213 §2.1: ignored under a targeted field
 	}
 	switch {
 	case o.Shared && cc.SMaxAge >= 0:
@@ -206,10 +206,10 @@ func storeFreshness(si *StoreInfo, status int, h *fasthttp.ResponseHeader, o *Po
 // (§5.3).
 var expiresInvalid = time.Unix(0, 0).UTC()
 
-// storeExpires returns the Expires time, zero when absent, expiresInvalid
-// when invalid or when several lines disagree (§4.2.1: the stale reading).
-func storeExpires(h *fasthttp.ResponseHeader) time.Time {
-	lines := h.PeekAll(fasthttp.HeaderExpires)
+// storeExpires returns the time of the Expires lines, zero when absent,
+// expiresInvalid when invalid or when several lines disagree (§4.2.1: the
+// stale reading).
+func storeExpires(lines [][]byte) time.Time {
 	if len(lines) == 0 {
 		return time.Time{}
 	}

@@ -276,39 +276,46 @@ type StoreInfo struct {
 // status.
 
 func StoreDecision(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, now time.Time, o *PolicyOptions) {
+	var f respFields
+	f.gather(h, o)
+	storeDecide(si, rp, status, &f, now, o)
+}
+
+// storeDecide is StoreDecision on the fields f gathered.
+func storeDecide(si *StoreInfo, rp *RequestPolicy, status int, f *respFields, now time.Time, o *PolicyOptions) {
 	*si = StoreInfo{}
 	si.CC.reset()
-	if si.Targeted = readTargeted(&si.CC, h, o); si.Targeted == TargetedNone {
-		for _, line := range h.PeekAll(fasthttp.HeaderCacheControl) {
+	if si.Targeted = readTargeted(&si.CC, f, o); si.Targeted == TargetedNone {
+		for _, line := range f.lines(&f.cc, fasthttp.HeaderCacheControl) {
 			si.CC.add(line)
 		}
 	}
 	si.Surrogate.reset()
 	if !o.IgnoreSurrogateControl {
-		readSurrogateControl(&si.Surrogate, h, o.SurrogateToken)
+		readSurrogateControl(&si.Surrogate, f.lines(&f.surrogate, surrogateControl), o.SurrogateToken)
 	}
-	storeReadHeaders(si, h, now)
-	storeFreshness(si, status, h, o)
+	storeReadHeaders(si, f, now)
+	storeFreshness(si, status, f, o)
 	applySurrogate(si)
-	si.Reason = storeRefusal(si, rp, status, h, o)
+	si.Reason = storeRefusal(si, rp, status, f, o)
 	si.Store = si.Reason == ""
 }
 
 // storeReadHeaders fills the dates, Age and ETag.
-func storeReadHeaders(si *StoreInfo, h *fasthttp.ResponseHeader, now time.Time) {
+func storeReadHeaders(si *StoreInfo, f *respFields, now time.Time) {
 	si.Date, si.DateMissing = now, true
-	if d, ok := ParseDate(h.Peek(fasthttp.HeaderDate)); ok {
+	if d, ok := ParseDate(f.value(f.date, fasthttp.HeaderDate)); ok {
 		si.Date, si.DateMissing = d, false
 	}
-	if lm, ok := ParseDate(h.Peek(fasthttp.HeaderLastModified)); ok {
+	if lm, ok := ParseDate(f.value(f.lastModified, fasthttp.HeaderLastModified)); ok {
 		si.LastModified = lm
 	}
-	si.Age = ResponseAge(h)
-	si.ETag = h.Peek(fasthttp.HeaderETag)
+	si.Age = responseAge(f.lines(&f.age, fasthttp.HeaderAge))
+	si.ETag = f.value(f.etag, fasthttp.HeaderETag)
 }
 
 // storeRefusal returns the Reason the response may not be stored, or "".
-func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.ResponseHeader, o *PolicyOptions) string {
+func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, f *respFields, o *PolicyOptions) string {
 	cc := &si.CC
 	shared := o.Shared
 	sc := si.surrogateOverrides()
@@ -325,9 +332,9 @@ func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Resp
 		return ReasonPrivate
 	case shared && rp.HasAuthorization && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate:
 		return ReasonAuthorization
-	case !o.StoreSetCookie && storeHasSetCookie(h):
+	case !o.StoreSetCookie && f.hasSetCookie():
 		return ReasonSetCookie
-	case storeVaryStar(h):
+	case storeVaryStar(f.lines(&f.vary, fasthttp.HeaderVary)):
 		return ReasonVaryStar
 	case !sc && !storeAllowed(si, status, shared):
 		return ReasonNoFreshness
@@ -337,15 +344,8 @@ func storeRefusal(si *StoreInfo, rp *RequestPolicy, status int, h *fasthttp.Resp
 	return ""
 }
 
-func storeHasSetCookie(h *fasthttp.ResponseHeader) bool {
-	for range h.Cookies() {
-		return true
-	}
-	return false
-}
-
-func storeVaryStar(h *fasthttp.ResponseHeader) bool {
-	for _, line := range h.PeekAll(fasthttp.HeaderVary) {
+func storeVaryStar(lines [][]byte) bool {
+	for _, line := range lines {
 		if varyStar(line) {
 			return true
 		}

@@ -1,9 +1,5 @@
 package httpcache
 
-import (
-	"github.com/valyala/fasthttp"
-)
-
 // Surrogate-Control (W3C Edge Architecture Specification 1.0, 2001) is a
 // response field an origin addresses to surrogates, the caches it
 // operates in front of itself (a CDN, an origin shield, strata), as
@@ -126,11 +122,11 @@ func surrogateMaxAge(arg []byte, hasArg bool) (int64, bool) {
 	return n, true
 }
 
-// readSurrogateControl fills sc from every Surrogate-Control line of h
+// readSurrogateControl fills sc from the Surrogate-Control lines
 // addressed to token.
-func readSurrogateControl(sc *SurrogateControl, h *fasthttp.ResponseHeader, token string) {
+func readSurrogateControl(sc *SurrogateControl, lines [][]byte, token string) {
 	sc.reset()
-	for _, line := range h.PeekAll(surrogateControl) {
+	for _, line := range lines {
 		sc.add(line, token)
 	}
 }

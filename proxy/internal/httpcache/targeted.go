@@ -1,7 +1,5 @@
 package httpcache
 
-import "github.com/valyala/fasthttp"
-
 // Targeted cache-control fields (RFC 9213). An origin behind CDNs often
 // wants one policy for browsers and another for the CDN: it sends
 // Cache-Control for everyone and CDN-Cache-Control for CDN caches, or a
@@ -63,13 +61,13 @@ const HeaderCDNCacheControl = "CDN-Cache-Control"
 const DefaultTargetedField = "Strata-Cache-Control"
 
 // readTargeted fills cc from the first usable field of strata's target
-// list in h and reports which one it was; cc is left reset when none is.
+// list in f and reports which one it was; cc is left reset when none is.
 // REQUIRES: cc was reset. It does not allocate.
-func readTargeted(cc *CacheControl, h *fasthttp.ResponseHeader, o *PolicyOptions) Targeted {
-	if parseTargeted(cc, h.PeekAll(o.TargetedField)) {
+func readTargeted(cc *CacheControl, f *respFields, o *PolicyOptions) Targeted {
+	if parseTargeted(cc, f.lines(&f.own, o.TargetedField)) {
 		return TargetedOwn
 	}
-	if !o.IgnoreCDNCacheControl && parseTargeted(cc, h.PeekAll(HeaderCDNCacheControl)) {
+	if !o.IgnoreCDNCacheControl && parseTargeted(cc, f.lines(&f.cdn, HeaderCDNCacheControl)) {
 		return TargetedCDN
 	}
 	return TargetedNone
