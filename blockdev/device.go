@@ -26,7 +26,8 @@
 // Concurrency. All methods of every Device here are safe for concurrent use;
 // positional I/O on distinct or overlapping ranges from many goroutines is
 // allowed (overlapping writes have no defined winner). Nothing in the
-// package starts a goroutine.
+// package starts a goroutine but a Ring (NewRing, Disk.UseRing): one that
+// delivers its completions, until the Ring (the Disk) is closed.
 package blockdev
 
 import "unsafe"

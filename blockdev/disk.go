@@ -77,6 +77,29 @@ func (d *Disk) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// UseRing sends d's reads through an io_uring ring of up to depth reads
+// in flight (Ring; rounded up to a power of two), from now until Close.
+// A goroutine waiting for such a read parks, as one waiting on a socket
+// does, and holds no P (scheduler slot): a blocking pread keeps its P
+// until the runtime's sysmon takes it back, so on a machine with few
+// cores reads in pread starve the goroutines that would use the CPU
+// meanwhile, and the device sees fewer reads at once than its callers
+// issue. Callers past depth wait for a slot. If the ring breaks (a
+// submission fails) reads go back to pread. Writes stay on pwrite.
+//
+// It returns an error, and reads stay on pread, where io_uring is not
+// available: an old kernel, a seccomp filter or
+// /proc/sys/kernel/io_uring_disabled. A second call does nothing.
+// REQUIRES: depth >= 1.
+func (d *Disk) UseRing(depth int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	return d.h.useRing(depth)
+}
+
 // WriteAt implements Device.
 func (d *Disk) WriteAt(p []byte, off int64) (int, error) {
 	if err := CheckIO(p, off, d.size, d.bs); err != nil {

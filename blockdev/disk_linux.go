@@ -14,15 +14,47 @@ import (
 // refuses O_DIRECT (EINVAL at open), which this kernel's tmpfs no longer does.
 var openFn = unix.Open
 
-// handle is an open descriptor; every method retries EINTR.
-type handle struct{ fd int }
+// handle is an open descriptor, and the io_uring ring its reads go
+// through once Disk.UseRing set one; every method retries EINTR.
+type handle struct {
+	fd   int
+	ring *Ring
+}
 
 func (h handle) pread(p []byte, off int64) (int, error) {
+	if h.ring != nil && !h.ring.broken.Load() {
+		n, err := h.ringRead(p, off)
+		if !errors.Is(err, ErrRingBroken) {
+			return n, err
+		}
+		// The submission that broke the ring was never taken by the
+		// kernel (see Ring.broken), so p is ours: read the rest with
+		// pread, as every later read will.
+		p, off = p[n:], off+int64(n)
+		m, err := h.preadLoop(p, off)
+		return n + m, err
+	}
+	return h.preadLoop(p, off)
+}
+
+// ringRead is pread through h.ring: the calling goroutine parks until the
+// kernel completes the read, holding no P meanwhile.
+func (h handle) ringRead(p []byte, off int64) (int, error) {
+	return readFull(p, off, func(b []byte, o int64) (int, error) { return h.ring.ReadAt(h.fd, b, o) })
+}
+
+func (h handle) preadLoop(p []byte, off int64) (int, error) {
+	return readFull(p, off, func(b []byte, o int64) (int, error) { return unix.Pread(h.fd, b, o) })
+}
+
+// readFull calls read until p is full at off, retrying EINTR (and EAGAIN,
+// which a ring read may return), and reports how much was read.
+func readFull(p []byte, off int64, read func([]byte, int64) (int, error)) (int, error) {
 	n := 0
 	for n < len(p) {
-		m, err := unix.Pread(h.fd, p[n:], off+int64(n))
+		m, err := read(p[n:], off+int64(n))
 		switch {
-		case err == unix.EINTR:
+		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
 			continue
 		case err != nil:
 			return n, err
@@ -59,7 +91,28 @@ func (h handle) sync() error {
 	}
 }
 
-func (h handle) close() error { return unix.Close(h.fd) }
+// close closes the ring, if any (no read is in flight: Disk.Close holds
+// the device's lock), then the descriptor.
+func (h handle) close() error {
+	var rerr error
+	if h.ring != nil {
+		rerr = h.ring.Close()
+	}
+	return errors.Join(unix.Close(h.fd), rerr)
+}
+
+// useRing sets up a ring of depth entries for h's reads.
+func (h *handle) useRing(depth int) error {
+	if h.ring != nil {
+		return nil
+	}
+	r, err := NewRing(uint32(depth))
+	if err != nil {
+		return err
+	}
+	h.ring = r
+	return nil
+}
 
 func openDisk(path string, o *Options) (*Disk, error) {
 	fi, err := os.Stat(path)
@@ -143,7 +196,7 @@ func sizeBlock(path string, fd int, o *Options) (*Disk, error) {
 	if size == 0 || size%int64(bs) != 0 {
 		return nil, fmt.Errorf("blockdev: %s: size %d is not a positive multiple of block size %d", path, size, bs)
 	}
-	return &Disk{path: path, h: handle{fd}, size: size, bs: bs, dioAlign: logical}, nil
+	return &Disk{path: path, h: handle{fd: fd}, size: size, bs: bs, dioAlign: logical}, nil
 }
 
 // blockSizeFor is the BlockSize for a kernel-reported direct-I/O alignment:

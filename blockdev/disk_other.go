@@ -20,6 +20,11 @@ func (h handle) pwrite(p []byte, off int64) (int, error) { return h.f.WriteAt(p,
 func (h handle) sync() error                             { return h.f.Sync() }
 func (h handle) close() error                            { return h.f.Close() }
 
+// useRing: io_uring is Linux's.
+func (h *handle) useRing(int) error {
+	return fmt.Errorf("%w: io_uring needs Linux", ErrUnsupported)
+}
+
 func openDisk(path string, o *Options) (*Disk, error) {
 	fi, err := os.Stat(path)
 	create := errors.Is(err, fs.ErrNotExist)

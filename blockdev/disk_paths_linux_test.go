@@ -244,7 +244,7 @@ func TestDiskWriteError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Disk{path: path, h: handle{fd}, size: 16 << 10, bs: 4096}
+	d := &Disk{path: path, h: handle{fd: fd}, size: 16 << 10, bs: 4096}
 	defer d.Close()
 	_, err = d.WriteAt(AlignedBuffer(4096, 4096), 8192)
 	if !errors.Is(err, unix.EBADF) || !strings.HasPrefix(err.Error(), "blockdev: pwrite "+path+" at 8192: ") {

@@ -66,7 +66,7 @@ func setupFile(path string, fd int, direct bool, o *Options) (*Disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Disk{path: path, h: handle{fd}, size: size, bs: bs, dioAlign: align, direct: direct}, nil
+	return &Disk{path: path, h: handle{fd: fd}, size: size, bs: bs, dioAlign: align, direct: direct}, nil
 }
 
 func lockFile(path string, fd int) error {

@@ -34,7 +34,7 @@ func TestCompose(t *testing.T) {
 		{"memory", p.Cache.Memory.Capacity, int64(256 << 20)},
 		{"policy", p.Cache.Memory.Policy, memory.S3FIFO},
 		{"region", p.Cache.Disk.RegionSize, int64(16 << 20)},
-		{"runtime", p.Cache.Disk.Runtime, disk.RuntimeSeparated},
+		{"runtime", p.Cache.Disk.Runtime, disk.RuntimeUring},
 		{"read timeout", p.Cache.Disk.ReadTimeout, 250 * time.Millisecond},
 		{"error limit", p.Cache.Disk.ErrorLimit, 10},
 		{"error window", p.Cache.Disk.ErrorWindow, 10 * time.Second},

@@ -100,7 +100,7 @@ type Disk struct {
 	Reclaimers   int       `yaml:"reclaimers"`        // default 1
 	BufferSize   Size      `yaml:"buffer_size"`       // each flusher's write buffer (two each); default 4MiB
 	Admission    Admission `yaml:"admission"`
-	Runtime      string    `yaml:"runtime"`       // disabled | unified | separated; default separated
+	Runtime      string    `yaml:"runtime"`       // disabled | unified | separated | uring; default uring
 	ReadWorkers  int       `yaml:"read_workers"`  // default 8
 	WriteWorkers int       `yaml:"write_workers"` // default 2
 	Recovery     string    `yaml:"recovery"`      // none | quiet | strict; default quiet

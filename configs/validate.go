@@ -144,7 +144,7 @@ func (d *Disk) validate(ps *problems) {
 	if w := d.Admission.DriveWritesPerDay; w != -1 && !(w > 0 && w <= 100) {
 		ps.add("cache.disk.admission.drive_writes_per_day", "must be in (0, 100], or -1 (never write past rate), got %v", w)
 	}
-	checkEnum(ps, "cache.disk.runtime", d.Runtime, "disabled", "unified", "separated")
+	checkEnum(ps, "cache.disk.runtime", d.Runtime, "disabled", "unified", "separated", "uring")
 	checkRange(ps, "cache.disk.read_workers", int64(d.ReadWorkers), 1, 1024)
 	checkRange(ps, "cache.disk.write_workers", int64(d.WriteWorkers), 1, 1024)
 	checkEnum(ps, "cache.disk.recovery", d.Recovery, "none", "quiet", "strict")

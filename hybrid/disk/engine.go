@@ -83,6 +83,9 @@ func Open(dev blockdev.Device, opts Options) (*Engine, error) {
 	e.gate.init()
 	e.health.init(e)
 	e.regions.readers.L = &e.regions.readerMu
+	if opts.Runtime == RuntimeUring {
+		e.useRing()
+	}
 	start := time.Now()
 	if err := e.recover(); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ func val(key []byte, n int, version int) []byte {
 }
 
 func TestRoundTripSizes(t *testing.T) {
-	for _, mode := range []RuntimeMode{RuntimeDisabled, RuntimeUnified, RuntimeSeparated} {
+	for _, mode := range []RuntimeMode{RuntimeDisabled, RuntimeUnified, RuntimeSeparated, RuntimeUring} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := testOpts()
 			o.Runtime = mode

@@ -14,7 +14,7 @@ func TestGetAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, mode := range []RuntimeMode{RuntimeDisabled, RuntimeUnified, RuntimeSeparated} {
+	for _, mode := range []RuntimeMode{RuntimeDisabled, RuntimeUnified, RuntimeSeparated, RuntimeUring} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := testOpts()
 			o.Runtime = mode

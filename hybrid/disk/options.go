@@ -21,6 +21,13 @@ const (
 	// RuntimeSeparated: ReadWorkers goroutines read, WriteWorkers write, so
 	// small reads never queue behind multi-MiB writes.
 	RuntimeSeparated RuntimeMode = "separated"
+	// RuntimeUring: as RuntimeSeparated, and the device's reads go
+	// through an io_uring ring of ReadWorkers entries when the device
+	// offers one (blockdev.Disk.UseRing): a read worker waiting for the
+	// device parks, as a goroutine waiting on a socket does, and holds no
+	// P. Where io_uring is not available (logged once at Open) reads stay
+	// on pread, as with RuntimeSeparated.
+	RuntimeUring RuntimeMode = "uring"
 )
 
 // RecoveryMode says what Open does with what the device holds.
@@ -87,7 +94,7 @@ const (
 	DefaultBufferSize  = 4 << 20
 	DefaultFlushers    = 2
 	DefaultReclaimers  = 1
-	DefaultRuntime     = RuntimeSeparated
+	DefaultRuntime     = RuntimeUring
 	DefaultReadWorkers = 8
 	DefaultRecovery    = RecoveryQuiet
 	// DefaultErrorLimit failures in DefaultErrorWindow take the disk out
@@ -122,11 +129,13 @@ type Options struct {
 	// FlushDelay is how long a partly filled buffer waits for more entries
 	// before it is written anyway. Default 2ms; negative = write at once.
 	FlushDelay time.Duration
-	// Runtime: disabled | unified | separated. Default separated.
+	// Runtime: disabled | unified | separated | uring. Default uring.
 	Runtime RuntimeMode
-	// ReadWorkers is the read pool size (unified: the whole pool). Default 8.
+	// ReadWorkers is the read pool size (unified: the whole pool; uring:
+	// also the ring's depth). Default 8.
 	ReadWorkers int
-	// WriteWorkers is the write pool size in separated mode. Default Flushers.
+	// WriteWorkers is the write pool size in separated and uring mode.
+	// Default Flushers.
 	WriteWorkers int
 	// ReadQueue bounds reads waiting for a worker; a read that finds it
 	// full is a miss, counted. Default 32 × ReadWorkers: every waiting
@@ -268,9 +277,9 @@ func (o *Options) Validate() error {
 		bad("queue_bytes %d smaller than buffer_size %d", o.QueueBytes, o.BufferSize)
 	}
 	switch o.Runtime {
-	case RuntimeDisabled, RuntimeUnified, RuntimeSeparated:
+	case RuntimeDisabled, RuntimeUnified, RuntimeSeparated, RuntimeUring:
 	default:
-		bad("runtime %q not disabled|unified|separated", o.Runtime)
+		bad("runtime %q not disabled|unified|separated|uring", o.Runtime)
 	}
 	switch o.Recovery {
 	case RecoveryNone, RecoveryQuiet, RecoveryStrict:

@@ -8,7 +8,8 @@ import (
 )
 
 // ioRuntime runs the engine's disk I/O on goroutine pools of its own
-// (RuntimeUnified, RuntimeSeparated) or in the calling goroutines
+// (RuntimeUnified, RuntimeSeparated, RuntimeUring: the device's reads
+// then go through io_uring, see useRing) or in the calling goroutines
 // (RuntimeDisabled). Pools bound the number of OS threads blocked in
 // pread/pwrite and keep request goroutines off the disk; the read queue is
 // bounded and a read that cannot be queued is a miss. With a pool a Get
@@ -80,7 +81,7 @@ func newIORuntime(e *Engine) *ioRuntime {
 		rt.reads = make(chan *readJob, o.ReadQueue)
 		rt.writes = make(chan *buf, o.Flushers)
 		rt.spawn(o.ReadWorkers, rt.reads, rt.writes)
-	case RuntimeSeparated:
+	case RuntimeSeparated, RuntimeUring:
 		rt.reads = make(chan *readJob, o.ReadQueue)
 		rt.writes = make(chan *buf, o.Flushers)
 		rt.spawn(o.ReadWorkers, rt.reads, nil)
@@ -278,4 +279,21 @@ func stuckAfter(readTimeout time.Duration) time.Duration {
 func (rt *ioRuntime) stop() {
 	close(rt.stopCh)
 	rt.wg.Wait()
+}
+
+// ringDevice is a device whose reads can go through an io_uring ring
+// (blockdev.Disk).
+type ringDevice interface{ UseRing(depth int) error }
+
+// useRing sends the device's reads through an io_uring ring of
+// ReadWorkers entries (RuntimeUring), if the device offers one; where
+// io_uring is not available it logs why and reads stay on pread.
+func (e *Engine) useRing() {
+	d, ok := e.dev.(ringDevice)
+	if !ok {
+		return
+	}
+	if err := d.UseRing(e.opts.ReadWorkers); err != nil {
+		e.opts.Logger.Warn("disk: io_uring is not available; disk reads use pread, each holding a P while the device works", "err", err)
+	}
 }

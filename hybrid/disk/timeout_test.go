@@ -65,7 +65,7 @@ var hangReads = blockdev.Fault{Op: blockdev.OpRead, Action: blockdev.Hang}
 // by the worker until the device answers, then let go, and the entry is
 // served again.
 func TestReadTimeoutIsMiss(t *testing.T) {
-	for _, mode := range []RuntimeMode{RuntimeUnified, RuntimeSeparated} {
+	for _, mode := range []RuntimeMode{RuntimeUnified, RuntimeSeparated, RuntimeUring} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := testOpts()
 			o.Runtime, o.ReadTimeout = mode, 50*time.Millisecond
