@@ -97,7 +97,7 @@ type process struct {
 	Addr      string     // the first listener's host:port
 	Listeners []listener // in the order printed
 	out       *outputLog
-	exited    chan struct{} // closed once the process was waited for
+	exited    chan struct{} // closed once the process was waited for and its output read
 	waitErr   error
 	stopOnce  sync.Once
 }
@@ -145,7 +145,16 @@ func startProcessOpts(t testing.TB, o procOpts, bin string, args ...string) *pro
 	found := make(chan listener, 16)
 	scanned := make(chan struct{})
 	go p.scan(pr, found, scanned)
-	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
+	go func() {
+		p.waitErr = cmd.Wait()
+		// Output() after Stop or Wait must hold the last lines: the scanner
+		// may still be reading them when Wait returns.
+		select {
+		case <-scanned:
+		case <-time.After(5 * time.Second): // a grandchild holds the pipe
+		}
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		p.kill()
 		<-scanned
