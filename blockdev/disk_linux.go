@@ -48,23 +48,31 @@ func (h handle) preadLoop(p []byte, off int64) (int, error) {
 }
 
 // readFull calls read until p is full at off, retrying EINTR (and EAGAIN,
-// which a ring read may return), and reports how much was read.
+// which a ring read may return, up to maxAgain times in a row: a device
+// that keeps answering it gets the error, not a spinning worker), and
+// reports how much was read.
 func readFull(p []byte, off int64, read func([]byte, int64) (int, error)) (int, error) {
-	n := 0
+	n, again := 0, 0
 	for n < len(p) {
 		m, err := read(p[n:], off+int64(n))
 		switch {
-		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN) && again < maxAgain:
+			again++
 			continue
 		case err != nil:
 			return n, err
 		case m == 0:
 			return n, io.ErrUnexpectedEOF // the file shrank under us
 		}
-		n += m
+		n, again = n+m, 0
 	}
 	return n, nil
 }
+
+// maxAgain bounds readFull's EAGAIN retries in a row.
+const maxAgain = 64
 
 func (h handle) pwrite(p []byte, off int64) (int, error) {
 	n := 0

@@ -160,3 +160,28 @@ func TestRingCloseWaitsForRead(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestReadFullBoundsEAGAIN: a read that keeps answering EAGAIN ends with
+// that error after maxAgain retries instead of spinning; a few EAGAINs
+// between progress are retried.
+func TestReadFullBoundsEAGAIN(t *testing.T) {
+	calls := 0
+	n, err := readFull(make([]byte, 8), 0, func([]byte, int64) (int, error) {
+		calls++
+		return 0, unix.EAGAIN
+	})
+	if n != 0 || !errors.Is(err, unix.EAGAIN) || calls != maxAgain+1 {
+		t.Fatalf("always EAGAIN: n=%d err=%v calls=%d, want 0, EAGAIN, %d", n, err, calls, maxAgain+1)
+	}
+	calls = 0
+	n, err = readFull(make([]byte, 8), 0, func(b []byte, _ int64) (int, error) {
+		calls++
+		if calls%maxAgain != 0 { // maxAgain-1 EAGAINs before each byte
+			return 0, unix.EAGAIN
+		}
+		return 1, nil
+	})
+	if n != 8 || err != nil {
+		t.Fatalf("EAGAIN between bytes: n=%d err=%v, want 8, nil", n, err)
+	}
+}
