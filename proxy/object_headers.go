@@ -125,26 +125,12 @@ func cutHeaderLine(block []byte) (kv headerKV, rest []byte, ok bool) {
 // normalises a header name ("content-type" → "Content-Type"), and as it is
 // when it holds a byte outside the token set.
 func appendCanonicalName(dst, name []byte) []byte {
-	start := len(dst)
-	dst = append(dst, name...)
-	if !tokenName(name) {
-		return dst
-	}
-	upper := true
-	for i, c := range dst[start:] {
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		} else if !upper && 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst[start+i] = c
-		upper = c == '-'
-	}
+	dst, _ = appendWireName(dst, name)
 	return dst
 }
 
-// appendWireName is appendCanonicalName, and reports wireName of the name
-// it appended, in one pass over a token name (a fill stores every field
+// appendWireName appends name in canonical case (appendCanonicalName) and
+// reports wireName of it, in one pass over a token name (a fill stores every field
 // of its response this way: appendStoredLines).
 func appendWireName(dst, name []byte) ([]byte, bool) {
 	start := len(dst)
@@ -187,17 +173,6 @@ func canonicalName(name []byte) bool {
 		upper = c == '-'
 	}
 	return canonical
-}
-
-// tokenName reports whether every byte of name is a token character (RFC
-// 9110 §5.6.2), the names fasthttp normalises.
-func tokenName(name []byte) bool {
-	for _, c := range name {
-		if nameClass[c] == nonToken {
-			return false
-		}
-	}
-	return true
 }
 
 // Classes of a name's bytes: token characters (RFC 9110 §5.6.2) by case.
