@@ -65,8 +65,8 @@ type sysEnv struct {
 var allSystems = []*system{
 	{Name: "strata", prepare: prepareStrata},
 	// strata again with its access log on, in each format, written to a
-	// file in its temp dir: the log's cost on 1 KiB hits (issue 17: at
-	// most 5% of req/s) against the strata row just before it.
+	// file in its temp dir: the log's cost on 1 KiB hits (the target is
+	// at most 5% of req/s) against the strata row just before it.
 	{Name: "strata-combined", Reference: true, prepare: prepareStrataLog("combined"), runs: smallHits},
 	{Name: "strata-json", Reference: true, prepare: prepareStrataLog("json"), runs: smallHits},
 	{Name: "nginx", Bins: []string{"nginx"}, Package: "nginx", prepare: prepareNginx},
