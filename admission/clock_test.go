@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -107,5 +108,85 @@ func TestCoarseClockCloseContext(t *testing.T) {
 	}
 	if d := NewCoarseClock(0); d != nil {
 		d.Close(context.Background())
+	}
+}
+
+// waitFor polls cond every millisecond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestCoarseClockParks: a clock nobody reads stops ticking; the next
+// reading is current (not the timestamp of the last tick) and starts the
+// ticks again.
+func TestCoarseClockParks(t *testing.T) {
+	c := newCoarseClock(time.Millisecond, 5)
+	defer c.Close(context.Background())
+	if !waitFor(5*time.Second, c.parked.Load) {
+		t.Fatal("an unread clock did not park in 5s")
+	}
+	stale := c.now.Load()
+	time.Sleep(20 * time.Millisecond)
+	if c.now.Load() != stale {
+		t.Fatal("a parked clock ticked")
+	}
+	before := int64(time.Since(c.start))
+	if got := c.Nanotime(); got < before {
+		t.Fatalf("first reading after parking = %v, want at least %v (real time)", time.Duration(got), time.Duration(before))
+	}
+	if !waitFor(5*time.Second, func() bool { return !c.parked.Load() }) {
+		t.Fatal("a reading did not wake the clock")
+	}
+	// Ticking again: it moves with nobody reading (for less than 5 ticks).
+	c.Nanotime()
+	from := c.now.Load()
+	if !waitFor(5*time.Second, func() bool { return c.now.Load() > from || c.parked.Load() }) || c.parked.Load() && c.now.Load() == from {
+		t.Fatal("the woken clock does not tick")
+	}
+}
+
+// TestCoarseClockReadersAcrossParks: readers that come and go, so the
+// clock parks and wakes many times, each see it never go backwards and
+// never ahead of real time.
+func TestCoarseClockReadersAcrossParks(t *testing.T) {
+	c := newCoarseClock(time.Millisecond, 2)
+	defer c.Close(context.Background())
+	var parks atomic.Int64
+	errs := make(chan error, 4)
+	end := time.Now().Add(300 * time.Millisecond)
+	for g := range 4 {
+		go func() {
+			prev := int64(0)
+			for i := 0; time.Now().Before(end); i++ {
+				if c.parked.Load() {
+					parks.Add(1)
+				}
+				got := c.Nanotime()
+				if real := int64(time.Since(c.start)); got > real {
+					errs <- fmt.Errorf("reader %d: reading %v ahead of real time %v", g, time.Duration(got), time.Duration(real))
+					return
+				}
+				if got < prev {
+					errs <- fmt.Errorf("reader %d: went backwards: %v after %v", g, time.Duration(got), time.Duration(prev))
+					return
+				}
+				prev = got
+				time.Sleep(time.Duration((g+i)%6) * time.Millisecond)
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if parks.Load() == 0 {
+		t.Log("no reader found the clock parked (a busy machine); order was checked all the same")
 	}
 }
