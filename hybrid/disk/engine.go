@@ -264,8 +264,9 @@ func (e *Engine) admit(h uint64, size int) bool {
 //     reinserted, with Reinsertion), as a cache without an admission rate
 //     does with every write.
 //   - the flushers keep up: less than half of QueueBytes is queued.
-//   - no more reads are outstanding than ReadWorkers, with a read pool
-//     (ioRuntime.readsWaiting).
+//   - no read waits to be handed to the device, with a read pool: none
+//     is queued for a worker or waits for read-buffer bytes
+//     (ioRuntime.readsWaiting). Reads on a ring are the device's.
 //
 // A few atomic loads and channel lengths; it never blocks. Its answer is
 // a snapshot: what was admitted on it may exceed the room by what other

@@ -215,3 +215,44 @@ func TestReadBytesFIFO(t *testing.T) {
 		t.Fatalf("held %d, peak %d; want 0, 100", s.held.Load(), s.peak.Load())
 	}
 }
+
+// TestFillingWithReadsOnRing: reads on the ring are the device's, so a
+// fresh device with more reads in flight than ReadWorkers still counts
+// as having room to fill (Engine.Filling); a read waiting for read-buffer
+// bytes is one waiting to be handed to the device, and it does not.
+func TestFillingWithReadsOnRing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		budget  int64
+		inDev   int
+		filling bool
+	}{
+		{"reads on the ring", 0, 8, true},
+		{"reads waiting for bytes", 2 << 10, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, vlen = 8, 1000
+			g := newRingGate(t)
+			o := testOpts()
+			o.Runtime, o.ReadWorkers, o.ReadBufferBytes = RuntimeUring, 2, tc.budget
+			e := openT(t, g, o)
+			insertAll(t, e, "f", n, 1, vlen)
+			settle(t, e)
+			if !e.Filling() {
+				t.Fatal("a fresh idle device is not filling")
+			}
+			g.armed.Store(true)
+			wait := getAll(t, e, "f", n, vlen)
+			waitFor(t, "reads on the device or waiting for bytes", func() bool {
+				inDev, _, _ := g.held()
+				return inDev == tc.inDev && inDev+int(e.rt.bytes.nwait.Load()) == n
+			})
+			if got := e.Filling(); got != tc.filling {
+				t.Errorf("Filling() = %v with %d reads on the device, want %v", got, tc.inDev, tc.filling)
+			}
+			close(g.open)
+			wait()
+			closeT(t, e)
+		})
+	}
+}

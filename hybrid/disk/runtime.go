@@ -30,9 +30,6 @@ type ioRuntime struct {
 	wg        sync.WaitGroup
 	abandoned atomic.Int64 // jobs whose Get timed out, not yet let go by a worker
 	bytes     *readBytes   // read-buffer bytes of the reads being served
-	// outstanding counts pooled reads queued or being served
-	// (readsWaiting).
-	outstanding atomic.Int64
 	// busy holds, per worker, when its current read or write began (Unix
 	// ns, 0 when idle): a read that times out is the device's failure only
 	// when some I/O has been held by the device for a while (deviceStuck),
@@ -180,7 +177,6 @@ func (rt *ioRuntime) write(b *buf, off int64) {
 // reads, not on the device (deviceStuck). A panic is recovered (a miss
 // for the Get, see Engine.recovered): a waiting Get is always released.
 func (rt *ioRuntime) serveRead(j *readJob, busy *atomic.Int64, wake chan struct{}) {
-	defer rt.outstanding.Add(-1)
 	if j.state.Load() == jobAbandoned {
 		rt.letGo(j)
 		return
@@ -248,11 +244,9 @@ func (rt *ioRuntime) read(h, v uint64) (l loaded, ok bool) {
 	j := readJobs.Get().(*readJob)
 	j.h, j.v = h, v
 	j.state.Store(jobPending)
-	rt.outstanding.Add(1)
 	select {
 	case rt.reads <- j:
 	default:
-		rt.outstanding.Add(-1)
 		rt.e.c.readQueueFull.Add(1)
 		j.free()
 		// A full queue behind a device that holds its I/O is how a hung
@@ -324,11 +318,12 @@ func (rt *ioRuntime) stop() {
 	rt.wg.Wait()
 }
 
-// readsWaiting reports whether more pooled reads are outstanding (queued
-// or being served) than ReadWorkers (Engine.Filling): what a non-empty
-// read queue meant with a pool of ReadWorkers, whatever the pool's depth.
+// readsWaiting reports whether a pooled read waits to be handed to the
+// device (Engine.Filling): queued for a worker, or waiting for
+// read-buffer bytes. Reads in a ring are the device's, which serves many
+// at once.
 func (rt *ioRuntime) readsWaiting() bool {
-	return rt.outstanding.Load() > int64(rt.e.opts.ReadWorkers)
+	return len(rt.reads) > 0 || rt.bytes.waiting()
 }
 
 // ringDevice is a device whose reads can go through an io_uring ring
