@@ -15,7 +15,8 @@ import (
 // package the values the package itself gives a zero field, so that a
 // default lives in one place (the package) and the file only spells it
 // out. Fields the config derives from others (the memory budget lowers
-// the fill bounds, sizes the stream budget and the disk write queue) or
+// the fill bounds, sizes the stream budget, the disk write queue and the
+// disk read buffers from the slice size) or
 // that have no default
 // (the origin's address, hooks) are skipped by name.
 func TestPackagesApplyDefaults(t *testing.T) {
@@ -41,7 +42,7 @@ func TestPackagesApplyDefaults(t *testing.T) {
 	cache.EnsureDefaults()
 	sameScalars(t, "hybrid.Options", parts.Cache, cache, nil)
 	sameScalars(t, "memory.Options", parts.Cache.Memory, *new(memory.Options).EnsureDefaults(), nil)
-	sameScalars(t, "disk.Options", parts.Cache.Disk, *new(disk.Options).EnsureDefaults(), map[string]bool{"QueueBytes": true})
+	sameScalars(t, "disk.Options", parts.Cache.Disk, *new(disk.Options).EnsureDefaults(), map[string]bool{"QueueBytes": true, "ReadBufferBytes": true})
 
 	var adm admission.Options
 	adm.EnsureDefaults()

@@ -91,13 +91,21 @@ func (c *Config) diskBudget() int64 {
 		return 0
 	}
 	buf := d.BufferSize.Bytes()
-	read := int64(1) << bits.Len64(uint64(c.Cache.SliceSize.Bytes()+64*KiB-1))
 	var size int64
 	for _, dev := range devs {
 		size += dev.Size.Bytes()
 	}
-	perDevice := int64(2*d.Flushers+d.Reclaimers)*buf + queueFloor(d.Flushers, buf) + int64(d.ReadWorkers)*read
+	perDevice := int64(2*d.Flushers+d.Reclaimers)*buf + queueFloor(d.Flushers, buf) + c.readBufferBytes()
 	return int64(len(devs))*perDevice + size/budgetIndexDiv
+}
+
+// readBufferBytes is each device's read buffers: read_workers reads of a
+// slice and its key and headers, rounded up to a power of two as the disk
+// engine's buffers are. The engine holds its reads in flight to it
+// (disk.Options.ReadBufferBytes), however deep its read pool.
+func (c *Config) readBufferBytes() int64 {
+	read := int64(1) << bits.Len64(uint64(c.Cache.SliceSize.Bytes()+64*KiB-1))
+	return int64(c.Cache.Disk.ReadWorkers) * read
 }
 
 // queueFloor is the part of each device's write queue the disk term

@@ -277,6 +277,16 @@ package disk
 // runs): separated 8.4k requests/s at 69–94 µs CPU each, uring 12.8k at
 // 64–90 µs, uring with 32 read workers 16.1k at 60–66 µs.
 //
+// So with a ring the read pool and the ring are ringFanout (16) times
+// ReadWorkers deep (at most 512), and what bounds the reads in flight is
+// memory: each read takes its buffer's bytes from ReadBufferBytes
+// (readbytes.go, first come first served) before it takes the buffer,
+// and gives them back once its Get has the entry. The budget the proxy
+// gives, ReadWorkers reads of a whole slice, holds 16 × ReadWorkers
+// reads of 64 KiB values (128 KiB buffers), 4 × of 256 KiB ones, and
+// ReadWorkers of slices, as before. Without a ring the pool stays
+// ReadWorkers goroutines: each read holds a thread in pread.
+//
 // # A device that stops answering or fails
 //
 // A pooled read has a deadline, ReadTimeout (250 ms), counted from when it

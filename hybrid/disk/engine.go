@@ -83,15 +83,13 @@ func Open(dev blockdev.Device, opts Options) (*Engine, error) {
 	e.gate.init()
 	e.health.init(e)
 	e.regions.readers.L = &e.regions.readerMu
-	if opts.Runtime == RuntimeUring {
-		e.useRing()
-	}
+	ring := opts.Runtime == RuntimeUring && e.useRing()
 	start := time.Now()
 	if err := e.recover(); err != nil {
 		return nil, err
 	}
 	e.c.recoveryNanos.Store(uint64(time.Since(start)))
-	e.rt = newIORuntime(e)
+	e.rt = newIORuntime(e, readers(&e.opts, ring))
 	e.startFlushers()
 	for range opts.Reclaimers {
 		e.wg.Add(1)
@@ -266,7 +264,9 @@ func (e *Engine) admit(h uint64, size int) bool {
 //     reinserted, with Reinsertion), as a cache without an admission rate
 //     does with every write.
 //   - the flushers keep up: less than half of QueueBytes is queued.
-//   - no read waits for a read worker (with a read pool).
+//   - no read waits to be handed to the device, with a read pool: none
+//     is queued for a worker or waits for read-buffer bytes
+//     (ioRuntime.readsWaiting). Reads on a ring are the device's.
 //
 // A few atomic loads and channel lengths; it never blocks. Its answer is
 // a snapshot: what was admitted on it may exceed the room by what other
@@ -276,7 +276,7 @@ func (e *Engine) Filling() bool {
 	if q >= e.opts.QueueBytes/2 || e.health.down() {
 		return false
 	}
-	if e.rt != nil && len(e.rt.reads) > 0 {
+	if e.rt != nil && e.rt.readsWaiting() {
 		return false
 	}
 	clean := len(e.regions.clean)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"time"
 )
 
@@ -131,9 +132,19 @@ type Options struct {
 	FlushDelay time.Duration
 	// Runtime: disabled | unified | separated | uring. Default uring.
 	Runtime RuntimeMode
-	// ReadWorkers is the read pool size (unified: the whole pool; uring:
-	// also the ring's depth). Default 8.
+	// ReadWorkers is the read pool size (unified: the whole pool). With
+	// an io_uring ring (RuntimeUring on a device that has one) the pool
+	// and the ring are 16 times as deep, at most 512 (or ReadWorkers if
+	// more), bounded by ReadBufferBytes instead: a read waiting on a ring
+	// holds no thread. Default 8.
 	ReadWorkers int
+	// ReadBufferBytes bounds the bytes of read buffers (a power of two of
+	// blocks each) that pooled reads hold at once, from before a read
+	// takes its buffer until the read is delivered, given back or
+	// skipped; a read waits for room, within ReadTimeout. A read larger
+	// than the bound runs alone. Default ReadWorkers × BufferSize rounded
+	// up to a power of two (ReadWorkers reads of the largest entry).
+	ReadBufferBytes int64
 	// WriteWorkers is the write pool size in separated and uring mode.
 	// Default Flushers.
 	WriteWorkers int
@@ -212,6 +223,9 @@ func (o *Options) EnsureDefaults() *Options {
 	def(&o.ReadWorkers, DefaultReadWorkers)
 	def(&o.WriteWorkers, o.Flushers)
 	def(&o.ReadQueue, 32*o.ReadWorkers)
+	if o.ReadBufferBytes == 0 {
+		o.ReadBufferBytes = int64(o.ReadWorkers) << bits.Len(uint(max(o.BufferSize, 1)-1))
+	}
 	setDur(&o.ReadTimeout, DefaultReadTimeout)
 	def(&o.ErrorLimit, DefaultErrorLimit)
 	setDur(&o.ErrorWindow, DefaultErrorWindow)
@@ -272,6 +286,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ErrorLimit > 1<<20 {
 		bad("error_limit %d over %d", o.ErrorLimit, 1<<20)
+	}
+	if o.ReadBufferBytes < 1 {
+		bad("read_buffer_bytes %d not positive", o.ReadBufferBytes)
 	}
 	if o.QueueBytes < int64(o.BufferSize) {
 		bad("queue_bytes %d smaller than buffer_size %d", o.QueueBytes, o.BufferSize)

@@ -121,9 +121,7 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 	if !ok || cur|idxAccessed != v|idxAccessed {
 		return l, false
 	}
-	abs := e.lay.regionBase(r) + int64(off)
-	rs := alignDown(abs, e.lay.blockSize)
-	n := int(alignUp(abs+int64(length), e.lay.blockSize) - rs)
+	abs, rs, n := e.span(r, off, length)
 	buf := e.bufs.get(n)
 	defer func() {
 		if l.buf == nil { // a failed check, or a panic in the device (serveRead)
@@ -146,6 +144,21 @@ func (e *Engine) load(h, v uint64) (l loaded, ok bool) {
 	}
 	e.drop(h, cur)
 	return l, false
+}
+
+// span returns the device offset of the entry of length bytes at offset
+// off of region r, and the aligned blocks that cover it: n bytes from rs.
+func (e *Engine) span(r, off, length uint32) (abs, rs int64, n int) {
+	abs = e.lay.regionBase(r) + int64(off)
+	rs = alignDown(abs, e.lay.blockSize)
+	return abs, rs, int(alignUp(abs+int64(length), e.lay.blockSize) - rs)
+}
+
+// readSize is the size of the read buffer a load of index value v takes
+// (bufPool's class of its span).
+func (e *Engine) readSize(v uint64) int64 {
+	_, _, n := e.span(e.lay.unpack(v))
+	return int64(e.bufs.bs) << e.bufs.class(n)
 }
 
 // deliver appends l's value to dst if l holds key (a different key is a

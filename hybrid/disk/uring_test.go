@@ -30,7 +30,8 @@ func (s *ringSpy) UseRing(depth int) error {
 }
 
 // TestUringAsksForRing: RuntimeUring asks a device that offers a ring for
-// one as deep as the read pool, once, at Open; the other runtimes never
+// one as deep as the read pool with a ring (ringFanout × ReadWorkers),
+// once, at Open; the other runtimes never
 // do. A device that cannot (no io_uring) is logged and still serves, on
 // pread.
 func TestUringAsksForRing(t *testing.T) {
@@ -39,8 +40,8 @@ func TestUringAsksForRing(t *testing.T) {
 		err  error
 		want []int
 	}{
-		{RuntimeUring, nil, []int{6}},
-		{RuntimeUring, errors.New("io_uring_setup: operation not permitted"), []int{6}},
+		{RuntimeUring, nil, []int{96}},
+		{RuntimeUring, errors.New("io_uring_setup: operation not permitted"), []int{96}},
 		{RuntimeSeparated, nil, nil},
 		{RuntimeUnified, nil, nil},
 		{RuntimeDisabled, nil, nil},
