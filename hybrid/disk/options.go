@@ -128,7 +128,14 @@ type Options struct {
 	// (queue + buffers); over it Insert drops. Default 64 MiB.
 	QueueBytes int64
 	// FlushDelay is how long a partly filled buffer waits for more entries
-	// before it is written anyway. Default 2ms; negative = write at once.
+	// before it is written anyway. Default 10ms; negative = write at once.
+	// Each write costs a syscall, a hand-off to the write worker and back,
+	// a commit pass and a padded last block, whatever it holds: at 2ms a
+	// stream of 1 KiB evictions (one per miss) went out in 8–16 KiB
+	// writes, and the flusher and write worker took 8% of a miss's CPU
+	// (5% at 10ms). Entries wait in the buffer, served from there, so the
+	// delay costs readers nothing; a crash loses at most the delay's worth
+	// of inserts.
 	FlushDelay time.Duration
 	// Runtime: disabled | unified | separated | uring. Default uring.
 	Runtime RuntimeMode
@@ -215,7 +222,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.QueueBytes = 64 << 20
 	}
 	if o.FlushDelay == 0 {
-		o.FlushDelay = 2 * time.Millisecond
+		o.FlushDelay = 10 * time.Millisecond
 	}
 	if o.Runtime == "" {
 		o.Runtime = DefaultRuntime
