@@ -6,7 +6,8 @@
 // Every system gets the same memory and disk budgets and, where the
 // machine allows, a memory cgroup of the same size, so that a page cache
 // cannot stand in for a disk tier. Each scenario runs against every
-// system in turn, after the same warm-up, with wrk and bench/wrk/bench.lua.
+// system in turn, after the same warm-up and a sync(2) that writes back
+// every dirty page on the machine (settle), with wrk and bench/wrk/bench.lua.
 //
 // Everything peerbench starts (origin, peers, wrk) is stopped by pid on
 // every exit path, SIGINT and SIGTERM included, and its temp dir removed.

@@ -114,8 +114,9 @@ func (r *runner) cgroupFor(name string) *cgroup {
 	return cg
 }
 
-// measure warms one system up for a scenario, then runs wrk and reads the
-// proxy's CPU time and peak memory around it.
+// measure warms one system up for a scenario, writes back the machine's
+// dirty pages (settle), then runs wrk and reads the proxy's CPU time and
+// peak memory around it.
 func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	var rn *running
 	for _, x := range r.live {
@@ -138,6 +139,9 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	warmErr := warm(ctx, base, sc.Warm)
 	if s.Name == "strata" {
 		snap1 = scrapeStrata(ctx, rn.env.AdminListen)
+	}
+	if d := settle(); d > 100*time.Millisecond {
+		fmt.Fprintf(os.Stderr, "peerbench: %-16s %-20s sync before the run took %v\n", s.Name, label, d.Round(time.Millisecond))
 	}
 	pid := rn.p.pid()
 	resetPeakRSS(pid)
