@@ -100,8 +100,8 @@ func (c *Config) diskBudget() int64 {
 }
 
 // readBufferBytes is each device's read buffers: read_workers reads of a
-// slice and its key and headers, rounded up to a power of two as the disk
-// engine's buffers are. The engine holds its reads in flight to it
+// slice and its key and headers, rounded up to a power of two: at least
+// the disk engine's buffer for it. The engine holds its reads in flight to it
 // (disk.Options.ReadBufferBytes), however deep its read pool.
 func (c *Config) readBufferBytes() int64 {
 	read := int64(1) << bits.Len64(uint64(c.Cache.SliceSize.Bytes()+64*KiB-1))

@@ -2,18 +2,23 @@ package disk
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
 	"strata/blockdev"
 )
 
-// bufPool keeps aligned read buffers in power-of-two size classes from
-// one block up. Buffers above poolMax are not kept. poolMax must hold
-// a whole slice entry: the proxy's 1MiB slices plus their key and header
-// round up to the 2MiB class, and when that class was not kept every disk
-// read of a slice allocated 2MiB (5.3GB in 8s of a load test serving large
-// objects as slices from disk, and an OOM kill in a 192MiB cgroup).
+// bufPool keeps aligned read buffers in size classes of 1 to 8 blocks,
+// then four per power of two (8·2^k blocks × 1.25, 1.5, 1.75, 2), so a
+// buffer wastes at most a quarter of what it holds: a 256 KiB value with
+// its key and header takes a 320 KiB buffer, where a power of two took
+// 512 KiB, and the reads in flight that ReadBufferBytes holds are 1.6
+// times as many. Buffers above poolMax are not kept. poolMax must hold a
+// whole slice entry: the proxy's 1MiB slices plus their key and header
+// take the 1.25 MiB class, and when a slice's class was not kept every
+// disk read of a slice allocated one (5.3GB in 8s of a load test serving
+// large objects as slices from disk, and an OOM kill in a 192MiB cgroup).
 //
 // Every buffer carries a generation, odd while it is out of the pool:
 // get makes it odd, a return makes it even again, and only a return that
@@ -27,7 +32,7 @@ import (
 // memory: one never returned is only garbage, counted in out until then.
 type bufPool struct {
 	bs    int
-	pools [24]sync.Pool
+	pools [64]sync.Pool
 	out   atomic.Int64  // buffers handed out and not yet returned
 	bad   atomic.Uint64 // returns refused: not the holder's generation
 }
@@ -39,12 +44,25 @@ type aligned struct {
 
 const poolMax = 4 << 20
 
+// class returns the index of the smallest class that holds n bytes.
 func (p *bufPool) class(n int) int {
-	k := 0
-	for p.bs<<k < n {
-		k++
+	b := max((n+p.bs-1)/p.bs, 1) // blocks
+	if b <= 8 {
+		return b - 1
 	}
-	return k
+	o := bits.Len(uint(b-1)) - 1 // 8·2^(o-3) < b ≤ 8·2^(o-2)
+	step := 1 << (o - 2)
+	m := (b - 1<<o + step - 1) / step // 1..4 quarters above 2^o
+	return 8 + 4*(o-3) + m - 1
+}
+
+// size returns the bytes of class k.
+func (p *bufPool) size(k int) int {
+	if k < 8 {
+		return (k + 1) * p.bs
+	}
+	o, m := (k-8)/4+3, (k-8)%4+1
+	return (1<<o + m<<(o-2)) * p.bs
 }
 
 // get returns a buffer of at least n bytes, its own until put.
@@ -58,7 +76,7 @@ func (p *bufPool) get(n int) *aligned {
 		}
 	}
 	if a == nil {
-		a = &aligned{b: blockdev.AlignedBuffer(p.bs<<k, p.bs)}
+		a = &aligned{b: blockdev.AlignedBuffer(p.size(k), p.bs)}
 	}
 	a.gen.Add(1)
 	return a

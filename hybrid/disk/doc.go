@@ -282,9 +282,10 @@ package disk
 // memory: each read takes its buffer's bytes from ReadBufferBytes
 // (readbytes.go, first come first served) before it takes the buffer,
 // and gives them back once its Get has the entry. The budget the proxy
-// gives, ReadWorkers reads of a whole slice, holds 16 × ReadWorkers
-// reads of 64 KiB values (128 KiB buffers), 4 × of 256 KiB ones, and
-// ReadWorkers of slices, as before. Without a ring the pool stays
+// gives, ReadWorkers reads of a whole slice (2 MiB each), holds the
+// whole pool's 16 × ReadWorkers reads of 64 KiB values (80 KiB buffers),
+// 6.4 × ReadWorkers of 256 KiB ones (320 KiB) and 1.6 × of slices
+// (1.25 MiB). Without a ring the pool stays
 // ReadWorkers goroutines: each read holds a thread in pread.
 //
 // # A device that stops answering or fails

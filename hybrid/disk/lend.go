@@ -54,7 +54,7 @@ func (v *Value) Trim(max int) {
 // must Release v. A miss leaves v empty. A hit read from the device
 // allocates nothing once the read buffers are pooled; a pending hit
 // allocates nothing when v's copy buffer has room. Read buffers are
-// rounded up to a power of two of blocks (a 64 KiB value takes a 128 KiB
+// rounded up to a size class (bufPool: a 64 KiB value takes an 80 KiB
 // buffer), and each stays out of the pool while its Value is held.
 func (e *Engine) Lend(key []byte, v *Value) (int64, bool) {
 	v.Release()

@@ -145,8 +145,8 @@ type Options struct {
 	// more), bounded by ReadBufferBytes instead: a read waiting on a ring
 	// holds no thread. Default 8.
 	ReadWorkers int
-	// ReadBufferBytes bounds the bytes of read buffers (a power of two of
-	// blocks each) that pooled reads hold at once, from before a read
+	// ReadBufferBytes bounds the bytes of read buffers (each a size class
+	// of blocks, at most a quarter over the read) that pooled reads hold at once, from before a read
 	// takes its buffer until the read is delivered, given back or
 	// skipped; a read waits for room, within ReadTimeout. A read larger
 	// than the bound runs alone. Default ReadWorkers × BufferSize rounded

@@ -158,7 +158,7 @@ func (e *Engine) span(r, off, length uint32) (abs, rs int64, n int) {
 // (bufPool's class of its span).
 func (e *Engine) readSize(v uint64) int64 {
 	_, _, n := e.span(e.lay.unpack(v))
-	return int64(e.bufs.bs) << e.bufs.class(n)
+	return int64(e.bufs.size(e.bufs.class(n)))
 }
 
 // deliver appends l's value to dst if l holds key (a different key is a

@@ -34,10 +34,8 @@ func (g *ringGate) ReadAt(p []byte, off int64) (int, error) {
 	if !g.armed.Load() {
 		return g.Device.ReadAt(p, off)
 	}
-	size := g.BlockSize()
-	for size < len(p) {
-		size <<= 1
-	}
+	bp := bufPool{bs: g.BlockSize()}
+	size := bp.size(bp.class(len(p)))
 	g.add(1, size)
 	defer g.add(-1, -size)
 	<-g.open
@@ -112,9 +110,9 @@ func TestRingReadsBeyondReadWorkers(t *testing.T) {
 
 // TestRingReadBytesBound: however deep the ring's pool, the reads on the
 // device never hold more read-buffer bytes than ReadBufferBytes: with
-// room for three 32 KiB buffers, three reads are on the device and the
-// rest wait for bytes, with 64 KiB buffers in the mix, and a read larger
-// than the whole budget still runs (alone).
+// room for three 24 KiB buffers (20 KiB values), three reads are on the
+// device and the rest wait for bytes, with 48 KiB buffers in the mix, and
+// a read larger than the whole budget still runs (alone).
 func TestRingReadBytesBound(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -122,8 +120,8 @@ func TestRingReadBytesBound(t *testing.T) {
 		budget int64
 		inDev  int // reads on the device while held
 	}{
-		{"uniform", []int{20 << 10}, 96 << 10, 3},
-		{"mixed", []int{20 << 10, 40 << 10}, 192 << 10, 0},
+		{"uniform", []int{20 << 10}, 72 << 10, 3},
+		{"mixed", []int{20 << 10, 40 << 10}, 144 << 10, 0},
 		{"over budget", []int{40 << 10}, 32 << 10, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +158,7 @@ func TestRingReadBytesBound(t *testing.T) {
 			close(g.open)
 			wg.Wait()
 			_, peakN, peakBytes := g.held()
-			limit := max(tc.budget, int64(64<<10)) // a read over budget runs alone
+			limit := max(tc.budget, int64(48<<10)) // a read over budget runs alone
 			if int64(peakBytes) > limit || e.rt.bytes.peak.Load() > limit {
 				t.Errorf("read-buffer bytes on the device peaked at %d (engine %d), budget %d",
 					peakBytes, e.rt.bytes.peak.Load(), tc.budget)

@@ -102,8 +102,8 @@ func newIORuntime(e *Engine, readers int) *ioRuntime {
 // per ReadWorkers, at most maxRingReaders in all (unless ReadWorkers is
 // more). 64 clients reading 64 KiB objects from disk through the proxy
 // served 12.8k requests/s with 8 reads in flight and 16.1k with 32; the
-// budget's bytes (ReadBufferBytes) hold 8 × 16 reads of 64 KiB values
-// (128 KiB buffers), 32 of 256 KiB values.
+// budget's bytes (ReadBufferBytes, 8 × 2 MiB) hold 128 reads of 64 KiB
+// values (80 KiB buffers), 51 of 256 KiB values (320 KiB).
 const (
 	ringFanout     = 16
 	maxRingReaders = 512
