@@ -158,10 +158,10 @@ func (c *Config) cacheOptions(logger *slog.Logger) hybrid.Options {
 			Runtime:      disk.RuntimeMode(d.Runtime),
 			ReadWorkers:  d.ReadWorkers,
 			WriteWorkers: d.WriteWorkers,
+			Recovery:     disk.RecoveryMode(d.Recovery),
+			Logger:       logger,
 
-			ReadBufferBytes: c.readBufferBytes(),
-			Recovery:        disk.RecoveryMode(d.Recovery),
-			Logger:          logger,
+			ReadBufferBytes: c.readBufferBytes(), // what the memory budget holds for them
 
 			ReadTimeout:   d.ReadTimeout.D(),
 			ErrorLimit:    d.ErrorLimit,
