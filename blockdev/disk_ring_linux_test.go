@@ -41,6 +41,21 @@ func openRingDisk(t *testing.T) (*Disk, []byte) {
 // completions is how many completions d's ring has reaped.
 func completions(d *Disk) uint32 { return atomic.LoadUint32(d.h.ring.cqHead) }
 
+// waitCompletions waits up to two seconds for d's ring to have reaped
+// want completions since c0 and returns how many it has. The reaper
+// hands each read its result before it advances the CQ head past the
+// batch, so the last reads can return a moment before they are counted.
+func waitCompletions(d *Disk, c0, want uint32) uint32 {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := completions(d) - c0
+		if got >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestDiskUseRing: after UseRing, 16 goroutines' random aligned reads
 // (more than the ring's depth, so some wait for a slot) all return the
 // file's bytes, every one of them through the ring (its completion queue
@@ -68,7 +83,7 @@ func TestDiskUseRing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := completions(d) - c0; got != goroutines*each {
+	if got := waitCompletions(d, c0, goroutines*each); got != goroutines*each {
 		t.Errorf("%d reads through the ring, want %d", got, goroutines*each)
 	}
 	if s := d.Stats(); s.Reads-before.Reads != goroutines*each || s.Errors != 0 {
