@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"strata/proxy/internal/byterange"
 )
@@ -76,26 +77,76 @@ func (b *rangeBody) count(err error) {
 // so a slice costs no copy and few syscalls; Read through fasthttp's
 // 4 KiB copy buffer cost a copy and a write per 4 KiB), fetched bytes go
 // through a scratch buffer taken from the slab pool when first needed.
-// Errors are as Read's.
+//
+// Lent pieces shorter than coalesceBelow are gathered into one buffer of
+// gatherSize and written together. A slice the memory tier stored after
+// churn of small entries lies in the blocks those entries left: a 1 MiB
+// slice after 1 KiB misses came in about 740 pieces of 1.4 KiB, which
+// fasthttp's 4 KiB buffer turned into 256 writes, and a 256 MiB stream cost
+// twice the CPU it did from whole slices. Gathered, it is 16 writes and
+// the one copy the buffer made anyway. Only lent bytes are gathered: they
+// are at hand, where a copied piece may have waited for the origin, so
+// before the source is asked for bytes it cannot lend (next with no
+// buffer) the gathered ones are written. Errors are as Read's.
 func (b *rangeBody) WriteTo(w io.Writer) (int64, error) {
 	var total int64
-	var scratch []byte
-	defer func() { putSlab(scratch) }()
-	for {
-		c, err := b.next(scratch, true)
-		if err == errNeedScratch {
-			scratch = getSlab(scratchSize)[:scratchSize]
-			continue
+	var scratch, gather []byte
+	defer func() {
+		putSlab(scratch)
+		putSlab(gather)
+	}()
+	write := func(c []byte) error {
+		n, err := w.Write(c)
+		total += int64(n)
+		if err == nil && n < len(c) {
+			err = io.ErrShortWrite
 		}
-		if len(c) > 0 {
-			n, werr := w.Write(c)
-			total += int64(n)
-			if werr == nil && n < len(c) {
-				werr = io.ErrShortWrite
-			}
-			if werr != nil {
+		return err
+	}
+	flush := func() error {
+		if len(gather) == 0 {
+			return nil
+		}
+		err := write(gather)
+		gather = gather[:0]
+		return err
+	}
+	for {
+		p := scratch
+		if len(gather) > 0 {
+			p = nil // may not wait for the origin with bytes gathered
+		}
+		c, err := b.next(p, true)
+		if err == errNeedScratch {
+			if werr := flush(); werr != nil {
 				return total, werr
 			}
+			if scratch == nil {
+				scratch = getSlab(scratchSize)[:scratchSize]
+			}
+			continue
+		}
+		var werr error
+		switch {
+		case len(c) == 0:
+		case len(c) < coalesceBelow && (len(scratch) == 0 || unsafe.SliceData(c) != unsafe.SliceData(scratch)):
+			if gather == nil {
+				gather = getSlab(gatherSize)[:0]
+			}
+			if len(gather)+len(c) > cap(gather) {
+				werr = flush()
+			}
+			gather = append(gather, c...)
+		default:
+			if werr = flush(); werr == nil {
+				werr = write(c)
+			}
+		}
+		if werr == nil && err != nil {
+			werr = flush() // bytes before a source error still go out, as they did
+		}
+		if werr != nil {
+			return total, werr
 		}
 		if err == io.EOF {
 			return total, nil
@@ -109,6 +160,13 @@ func (b *rangeBody) WriteTo(w io.Writer) (int64, error) {
 
 // scratchSize is WriteTo's copy buffer for bytes that cannot be lent.
 const scratchSize = 64 << 10
+
+// WriteTo gathers lent pieces shorter than coalesceBelow into a buffer of
+// gatherSize; longer ones are written as they are, without a copy.
+const (
+	coalesceBelow = 16 << 10
+	gatherSize    = 64 << 10
+)
 
 // errNeedScratch: next was asked to lend and the source cannot; nothing
 // was consumed.
