@@ -85,11 +85,15 @@ type sliceSource struct {
 	val       hybrid.Value // slice idx from the store, lent or copied; data borrows it
 	data      []byte       // slice idx from the store; nil when it comes from sf
 	more      [][]byte     // the rest of data when the store lent it in pieces (val's Spans)
-	sf        *sliceFetch
-	kbuf      []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
-	leases    []leasedSlice
-	leasedN   int64 // bytes charged to Server.bodies for leases
-	ahead     bool  // read ahead past the range's end (readahead.go)
+	// at resumes its walk of more where it last stopped: more[atPiece]
+	// starts atBase bytes after data. Whoever sets more sets them to 0.
+	atPiece int
+	atBase  int64
+	sf      *sliceFetch
+	kbuf    []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
+	leases  []leasedSlice
+	leasedN int64 // bytes charged to Server.bodies for leases
+	ahead   bool  // read ahead past the range's end (readahead.go)
 }
 
 // leasedSlice is a slice read before the status line: buf is its slab,
@@ -106,6 +110,7 @@ type leasedSlice struct {
 // origin (fr.o nil) nothing is fetched.
 func (r *sliceSource) init(s *Server, key []byte, o *object, fr fetchReq) error {
 	r.s, r.idx, r.data, r.more, r.sf, r.ahead = s, -1, nil, nil, nil, false
+	r.atPiece, r.atBase = 0, 0
 	r.key = append(r.key[:0], key...)
 	r.rec = appendObject(r.rec[:0], o)
 	r.fr = fr
@@ -233,6 +238,7 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 				l.more = l.val.Spans()[1:]
 			}
 			r.data, r.more, r.idx = nil, nil, -1
+			r.atPiece, r.atBase = 0, 0
 		}
 	}
 	return nil
@@ -250,17 +256,24 @@ func (r *sliceSource) leased(idx int) (data []byte, more [][]byte, ok bool) {
 }
 
 // at returns the loaded slice's bytes from rel on, up to the end of the
-// piece that holds rel; none past the slice's end.
+// piece that holds rel; none past the slice's end. It starts from the
+// piece it found last: a slice lent in ~740 pieces walked from the first
+// piece at every call spent a quarter of a 256 MiB stream's CPU here.
 func (r *sliceSource) at(rel int64) []byte {
 	if rel < int64(len(r.data)) {
 		return r.data[rel:]
 	}
 	rel -= int64(len(r.data))
-	for _, p := range r.more {
-		if rel < int64(len(p)) {
-			return p[rel:]
+	i, base := 0, int64(0)
+	if rel >= r.atBase { // the usual case: rel only grows within a slice
+		i, base = r.atPiece, r.atBase
+	}
+	for ; i < len(r.more); i++ {
+		if p := r.more[i]; rel-base < int64(len(p)) {
+			r.atPiece, r.atBase = i, base
+			return p[rel-base:]
 		}
-		rel -= int64(len(p))
+		base += int64(len(r.more[i]))
 	}
 	return nil
 }
@@ -320,6 +333,7 @@ func (r *sliceSource) seek(off, end int64) error {
 // are reached; one behind idx is let go.
 func (r *sliceSource) load(idx int, end int64) error {
 	r.idx, r.data, r.more = -1, nil, nil
+	r.atPiece, r.atBase = 0, 0
 	r.val.Release()
 	if r.sf != nil {
 		if r.sf.covers(idx) {
@@ -332,6 +346,7 @@ func (r *sliceSource) load(idx int, end int64) error {
 	}
 	if d, m, ok := r.leased(idx); ok {
 		r.data, r.more, r.idx = d, m, idx
+		r.atPiece, r.atBase = 0, 0
 		return nil
 	}
 	limit := int((end - 1) / int64(r.obj.SliceSize))
@@ -388,6 +403,7 @@ func (r *sliceSource) fromStore(idx int) bool {
 		return false
 	}
 	r.data, r.more, r.idx = data, more, idx
+	r.atPiece, r.atBase = 0, 0
 	return true
 }
 
