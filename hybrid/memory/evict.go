@@ -6,6 +6,12 @@ package memory
 // step either frees an entry or moves one (small → main once, main tail →
 // main head at most maxFreq times per hit), so the loop ends.
 func (s *shard) makeRoom(charge int64) bool {
+	if s.used+charge <= s.cfg.share {
+		return true
+	}
+	// The victims' blocks go to the free list in order, for this entry.
+	s.arena.releaseInOrder()
+	defer s.arena.endInOrder()
 	now := int64(-1) // read lazily: most entries have no expiry
 	for s.used+charge > s.cfg.share {
 		i, ok := s.victim()
