@@ -86,11 +86,12 @@ func (b *rangeBody) count(err error) {
 // out of order still leave pieces), which fasthttp's 4 KiB buffer turned
 // into 256 writes, and a 256 MiB stream cost twice the CPU it did from
 // whole slices. Gathered, it is 16 writes and the one copy the buffer
-// made anyway. (Writing the pieces with one writev straight to the socket
-// instead, 740 iovecs a slice, cost as much CPU as gathering them.) Only lent bytes are gathered: they
-// are at hand, where a copied piece may have waited for the origin, so
-// before the source is asked for bytes it cannot lend (next with no
-// buffer) the gathered ones are written. Errors are as Read's.
+// made anyway. (Writing the pieces with one writev straight to the
+// socket instead, 740 iovecs a slice, cost as much CPU as gathering.)
+// Only lent bytes are gathered: they are at hand, where a copied piece
+// may have waited for the origin, so before the source is asked for
+// bytes it cannot lend (next with no buffer) the gathered ones are
+// written. Errors are as Read's.
 func (b *rangeBody) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	var scratch, gather []byte
