@@ -326,9 +326,8 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	}
 	rp := &st.rp
 	req := fasthttp.AcquireRequest()
-	fillRequestHeader(&req.Header, &ctx.Request.Header)
+	s.prepareFillRequest(req, ctx, o)
 	f.addValidators(req)
-	s.prepareOriginRequest(req, ctx, o)
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
