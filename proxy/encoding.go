@@ -21,6 +21,9 @@ func normalizeAcceptEncoding(h *fasthttp.RequestHeader) {
 	if len(lines) == 1 && bytes.Equal(lines[0], want) {
 		return
 	}
-	h.DelBytes(httpcache.HeaderAcceptEncoding)
-	h.SetBytesKV(httpcache.HeaderAcceptEncoding, want)
+	if len(lines) > 0 { // absent (most requests from tools): nothing to delete
+		h.DelBytes(httpcache.HeaderAcceptEncoding)
+	}
+	// The name is canonical: SetBytesKV would only copy it first.
+	h.SetCanonical(httpcache.HeaderAcceptEncoding, want)
 }

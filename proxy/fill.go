@@ -326,9 +326,8 @@ func (s *Server) startFill(ctx *fasthttp.RequestCtx, f *fill, o *origin, st *req
 	}
 	rp := &st.rp
 	req := fasthttp.AcquireRequest()
-	fillRequestHeader(&req.Header, &ctx.Request.Header)
+	s.prepareFillRequest(req, ctx, o)
 	f.addValidators(req)
-	s.prepareOriginRequest(req, ctx, o)
 	s.nfills.Add(1)
 	s.m.inflightFills.Inc()
 	s.wg.Add(1)
@@ -503,14 +502,16 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 func (s *Server) fillFrom(f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
 	var si httpcache.StoreInfo
 	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.cfg().Policy)
-	s.consumeSurrogate(&resp.Header)
+	if si.MaySurrogate {
+		s.consumeSurrogate(&resp.Header)
+	}
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()
 	if body == nil && resp.StatusCode() == fasthttp.StatusNoContent {
 		body = noContent{} // RFC 9110 §15.3.5: no content; stored and served empty
 	}
 	store := si.Store && cl <= s.opts.MaxObjectSize && body != nil && !f.keepPrior(resp.StatusCode()) &&
-		s.takeLarge(f, cl) && s.setVariant(f, req, &resp.Header, s.storeExpiry(&si, respTime))
+		s.takeLarge(f, cl) && s.setVariant(f, req, &resp.Header, si.MayVary, s.storeExpiry(&si, respTime))
 	f.compress = store && s.compressible(&resp.Header, &si, cl) // at commit (compress.go)
 	f.rv.status = resp.StatusCode()
 	if !store {

@@ -24,33 +24,37 @@ var fillDropped = [][]byte{
 	httpcache.HeaderIfUnmodifiedSince, httpcache.HeaderIfRange, httpcache.HeaderRange,
 }
 
-// fillRequestHeader sets dst to the client's request header src as a
-// shared fill sends it: a GET, without fillDropped's fields and without
-// Content-Length.
+// prepareFillRequest sets dst to the request a shared fill sends o for
+// the client's request in ctx: the client's header as a GET, without
+// fillDropped's fields and without Content-Length, then made ready for o
+// (prepareOriginRequest).
 //
-// One walk over the fields finds which of fillDropped's are there, and
-// only those are deleted: each DelBytes copies and normalises its name
-// and walks every field, and most requests carry none of the six (half
-// the cost of building a fill's request header of eight fields). The
-// names compare as DelBytes compares them: byte for byte with the stored
-// ones, which the server has normalised as fillDropped's are.
-func fillRequestHeader(dst, src *fasthttp.RequestHeader) {
-	src.CopyTo(dst)
-	var present uint
-	for k := range dst.All() {
-		for i, name := range fillDropped {
-			if string(k) == string(name) {
-				present |= 1 << i
-			}
+// The header is copied whole and the few fields a fill must not send are
+// deleted after: CopyTo appends field after field without normalising
+// anything, cheaper than adding the kept ones one by one, and most
+// requests carry none of fillDropped's. prepareOriginRequest's walk over
+// the fields, which finds the hop-by-hop ones, finds fillDropped's too,
+// so they cost no walk of their own, and each DelBytes (which copies and
+// normalises its name and walks every field) runs only for a field that
+// is there. The names compare as DelBytes compares them: byte for byte
+// with the stored ones, which the server has normalised as fillDropped's
+// are.
+func (s *Server) prepareFillRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
+	h := &dst.Header
+	ctx.Request.Header.CopyTo(h)
+	h.DelBytes(httpcache.HeaderContentLength)
+	h.SetMethod(fasthttp.MethodGet)
+	s.prepareOriginRequestDropping(dst, ctx, o, fillDropped)
+}
+
+// droppedName returns the one of names that k is, byte for byte, or nil.
+func droppedName(k []byte, names [][]byte) []byte {
+	for _, name := range names {
+		if string(k) == string(name) {
+			return name
 		}
 	}
-	for i, name := range fillDropped {
-		if present&(1<<i) != 0 {
-			dst.DelBytes(name)
-		}
-	}
-	dst.DelBytes(httpcache.HeaderContentLength)
-	dst.SetMethod(fasthttp.MethodGet)
+	return nil
 }
 
 // connectionValue returns the Connection header's token list of h, or nil.
@@ -158,11 +162,20 @@ func appendStoredLines(kvs []headerKV, buf []byte, src *fasthttp.ResponseHeader,
 // already (TestOriginRequestNamesCanonical), and for a canonical name
 // PeekBytes and SetBytesKV do nothing else.
 func (s *Server) prepareOriginRequest(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin) {
+	s.prepareOriginRequestDropping(dst, ctx, o, nil)
+}
+
+// prepareOriginRequestDropping is prepareOriginRequest that also strips
+// the fields named in also (normalised names, compared byte for byte).
+func (s *Server) prepareOriginRequestDropping(dst *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin, also [][]byte) {
 	h := &dst.Header
 	conn := h.PeekCanonical(httpcache.HeaderConnection)
 	var drop [][]byte
 	for k := range h.All() {
-		if httpcache.HopByHop(k, conn) {
+		switch name := droppedName(k, also); {
+		case name != nil: // read-only and lives on: no copy
+			drop = append(drop, name)
+		case httpcache.HopByHop(k, conn):
 			drop = append(drop, append([]byte(nil), k...))
 		}
 	}

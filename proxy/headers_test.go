@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bufio"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -209,13 +211,13 @@ func TestStoredNamesCanonical(t *testing.T) {
 	}
 }
 
-// TestOriginRequestNamesCanonical: the names prepareOriginRequest looks
-// up and sets with fasthttp's Canonical calls are as fasthttp normalises
-// them; a name that is not would be missed in the client's request and
+// TestOriginRequestNamesCanonical: the names prepareOriginRequest (and
+// normalizeAcceptEncoding) look up and set with fasthttp's Canonical calls
+// are as fasthttp normalises them; a name that is not would be missed in the client's request and
 // sent in a case of its own.
 func TestOriginRequestNamesCanonical(t *testing.T) {
 	for _, name := range [][]byte{httpcache.HeaderConnection, httpcache.HeaderXForwardedFor,
-		httpcache.HeaderXForwardedHost, httpcache.HeaderXForwardedProto} {
+		httpcache.HeaderXForwardedHost, httpcache.HeaderXForwardedProto, httpcache.HeaderAcceptEncoding} {
 		if got := appendCanonicalName(nil, name); string(got) != string(name) {
 			t.Errorf("%s is not canonical (%s)", name, got)
 		}
@@ -247,49 +249,85 @@ func TestAppendWireName(t *testing.T) {
 }
 
 // TestFillRequestHeader: a fill's request keeps the client's fields but
-// its conditionals, ranges and Content-Length, whatever case the client
-// wrote them in (the server normalises names), and is a GET.
+// its conditionals, ranges, Content-Length and hop-by-hop fields, whatever
+// case the client wrote them in (the server normalises names), is a GET,
+// and carries the forwarding fields (prepareFillRequest).
 func TestFillRequestHeader(t *testing.T) {
-	var src, dst fasthttp.RequestHeader
-	src.SetMethod(fasthttp.MethodHead)
-	src.SetRequestURI("/a")
-	src.SetHost("example.com")
+	s := benchServer(t, newMapStore())
+	o := s.set.Load().router.pick([]byte("example.com"))
+	raw := "HEAD /a HTTP/1.1\r\nHost: example.com\r\n"
 	for _, kv := range [][2]string{
 		{"User-Agent", "ua"}, {"if-none-match", `"x"`}, {"Accept", "*/*"}, {"RANGE", "bytes=0-1"},
 		{"If-Modified-Since", "Tue, 01 Dec 2026 10:00:00 GMT"}, {"X-Custom", "1"}, {"If-Match", `"y"`},
 		{"If-Unmodified-Since", "Tue, 01 Dec 2026 10:00:00 GMT"}, {"If-Range", `"z"`}, {"Content-Length", "0"},
-		{"Accept-Encoding", "gzip"},
+		{"Accept-Encoding", "gzip"}, {"Connection", "keep-alive, X-Hop"}, {"X-Hop", "1"}, {"Te", "trailers"},
 	} {
-		src.Set(kv[0], kv[1])
+		raw += kv[0] + ": " + kv[1] + "\r\n"
 	}
-	fillRequestHeader(&dst, &src)
+	ctx := requestCtx(t, raw+"\r\n")
+	var req fasthttp.Request
+	s.prepareFillRequest(&req, ctx, o)
 	var got []string
-	for k, v := range dst.All() {
+	for k, v := range req.Header.All() {
+		if string(k) == "Cdn-Loop" { // its node id is random
+			v = nil
+		}
 		got = append(got, string(k)+": "+string(v))
 	}
 	slices.Sort(got)
-	want := []string{"Accept-Encoding: gzip", "Accept: */*", "Host: example.com", "User-Agent: ua", "X-Custom: 1"}
-	if !slices.Equal(got, want) || string(dst.Method()) != fasthttp.MethodGet {
-		t.Errorf("%s %q, want GET %q", dst.Method(), got, want)
+	want := []string{"Accept-Encoding: gzip", "Accept: */*", "Cdn-Loop: ", "Host: example.com",
+		`Surrogate-Capability: strata="Surrogate/1.0"`, "User-Agent: ua", "Via: 1.1 strata", "X-Custom: 1",
+		"X-Forwarded-For: 192.0.2.7", "X-Forwarded-Host: example.com", "X-Forwarded-Proto: http"}
+	if !slices.Equal(got, want) || string(req.Header.Method()) != fasthttp.MethodGet {
+		t.Errorf("%s %q, want GET %q", req.Header.Method(), got, want)
 	}
 }
 
-// BenchmarkFillRequestHeader builds a fill's request header from a
+// TestPassRequestHeader: a passed request (prepareOriginRequest) keeps the
+// client's conditionals and ranges, which only a shared fill drops, and
+// loses its hop-by-hop fields.
+func TestPassRequestHeader(t *testing.T) {
+	s := benchServer(t, newMapStore())
+	o := s.set.Load().router.pick([]byte("example.com"))
+	ctx := requestCtx(t, "GET /a HTTP/1.1\r\nHost: example.com\r\nRange: bytes=0-1\r\nIf-None-Match: \"x\"\r\n"+
+		"Connection: X-Hop\r\nX-Hop: 1\r\n\r\n")
+	var req fasthttp.Request
+	ctx.Request.CopyTo(&req)
+	s.prepareOriginRequest(&req, ctx, o)
+	if string(req.Header.Peek("Range")) != "bytes=0-1" || string(req.Header.Peek("If-None-Match")) != `"x"` ||
+		len(req.Header.Peek("X-Hop")) > 0 {
+		t.Errorf("origin request:\n%s", req.Header.Header())
+	}
+}
+
+// requestCtx is a RequestCtx holding the request raw, from 192.0.2.7.
+func requestCtx(tb testing.TB, raw string) *fasthttp.RequestCtx {
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 40000}, nil)
+	if err := ctx.Request.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		tb.Fatal(err)
+	}
+	return &ctx
+}
+
+// BenchmarkFillRequestHeader builds a fill's request from a
 // browser-like request of eight fields without conditionals.
 func BenchmarkFillRequestHeader(b *testing.B) {
-	var src, dst fasthttp.RequestHeader
-	src.SetRequestURI("/static/app.js")
-	src.SetHost("example.com")
+	s := benchServer(b, newMapStore())
+	o := s.set.Load().router.pick([]byte("example.com"))
+	raw := "GET /static/app.js HTTP/1.1\r\nHost: example.com\r\n"
 	for _, kv := range [][2]string{
 		{"User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"},
 		{"Accept", "*/*"}, {"Accept-Language", "en-GB,en;q=0.5"}, {"Accept-Encoding", "gzip, deflate, br, zstd"},
 		{"Referer", "https://example.com/"}, {"Sec-Fetch-Mode", "no-cors"}, {"Connection", "keep-alive"},
 	} {
-		src.Set(kv[0], kv[1])
+		raw += kv[0] + ": " + kv[1] + "\r\n"
 	}
+	ctx := requestCtx(b, raw+"\r\n")
+	var req fasthttp.Request
 	b.ReportAllocs()
 	for b.Loop() {
-		dst.Reset()
-		fillRequestHeader(&dst, &src)
+		req.Reset()
+		s.prepareFillRequest(&req, ctx, o)
 	}
 }

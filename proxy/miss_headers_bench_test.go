@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -128,22 +127,16 @@ func BenchmarkInstallDate(b *testing.B) {
 }
 
 // BenchmarkMissOriginRequest: a miss's origin request built from its
-// client's (startFill: fillRequestHeader, prepareOriginRequest).
+// client's (startFill: prepareFillRequest).
 func BenchmarkMissOriginRequest(b *testing.B) {
 	s := benchServer(b, newMapStore())
 	o := s.set.Load().router.pick([]byte("example.com"))
-	var ctx fasthttp.RequestCtx
-	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 40000}, nil)
-	raw := "GET /m/17 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n"
-	if err := ctx.Request.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
-		b.Fatal(err)
-	}
+	ctx := requestCtx(b, "GET /m/17 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: wrk\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n")
 	b.ReportAllocs()
 	defer reportCPU(b, processCPU())
 	for b.Loop() {
 		req := fasthttp.AcquireRequest()
-		fillRequestHeader(&req.Header, &ctx.Request.Header)
-		s.prepareOriginRequest(req, &ctx, o)
+		s.prepareFillRequest(req, ctx, o)
 		fasthttp.ReleaseRequest(req)
 	}
 }

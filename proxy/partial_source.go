@@ -146,8 +146,7 @@ func (fr *fetchReq) template(s *Server) *fasthttp.Request {
 		return fr.tmpl
 	}
 	req := fasthttp.AcquireRequest()
-	fillRequestHeader(&req.Header, &fr.ctx.Request.Header)
-	s.prepareOriginRequest(req, fr.ctx, fr.o)
+	s.prepareFillRequest(req, fr.ctx, fr.o)
 	fr.tmpl, fr.ctx = req, nil
 	return req
 }

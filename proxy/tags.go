@@ -31,19 +31,39 @@ const (
 func forEachTag(headers []headerKV, fn func(tag []byte) bool) {
 	n := 0
 	for _, h := range headers {
-		var sep byte
-		switch {
-		case bytes.EqualFold(h.Key, httpcache.HeaderSurrogateKey):
-			sep = ' '
-		case bytes.EqualFold(h.Key, httpcache.HeaderCacheTag):
-			sep = ','
-		default:
+		sep := tagSeparator(h.Key)
+		if sep == 0 {
 			continue
 		}
 		if !splitTags(h.Value, sep, &n, fn) {
 			return
 		}
 	}
+}
+
+// tagSeparator returns the byte that separates the tags of a field named
+// key (a space in Surrogate-Key, a comma in Cache-Tag), or 0 when the field
+// carries no tags. The lengths are compared first: most names are neither.
+func tagSeparator(key []byte) byte {
+	switch {
+	case len(key) == len(httpcache.HeaderSurrogateKey) && bytes.EqualFold(key, httpcache.HeaderSurrogateKey):
+		return ' '
+	case len(key) == len(httpcache.HeaderCacheTag) && bytes.EqualFold(key, httpcache.HeaderCacheTag):
+		return ','
+	}
+	return 0
+}
+
+// hasTagField reports whether headers hold a Surrogate-Key or Cache-Tag
+// field: most responses carry neither, and their commits need not take
+// the index's lock.
+func hasTagField(headers []headerKV) bool {
+	for _, h := range headers {
+		if tagSeparator(h.Key) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // splitTags splits v at sep (and at spaces and tabs: optional whitespace
@@ -114,7 +134,7 @@ func newTagIndex(maxBytes int) *tagIndex {
 
 // record indexes key under every tag of headers. A zero cap disables it.
 func (x *tagIndex) record(key []byte, headers []headerKV) {
-	if x.max <= 0 {
+	if x.max <= 0 || !hasTagField(headers) {
 		return
 	}
 	x.mu.Lock()

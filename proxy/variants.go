@@ -176,8 +176,13 @@ func (s *Server) lookupVariant(ctx *fasthttp.RequestCtx, st *reqState, val []byt
 // variant key under the URL's index (created now if there is none, or if
 // it lists another Vary value). It reports false when the response cannot
 // be stored as a variant (Vary not usable, secondary key too long).
-func (s *Server) setVariant(f *fill, req *fasthttp.RequestHeader, h *fasthttp.ResponseHeader, expiry time.Time) bool {
-	vary := httpcache.AppendVary(nil, h)
+// mayVary false says h has no Vary field (httpcache.StoreInfo.MayVary),
+// which saves the lookup.
+func (s *Server) setVariant(f *fill, req *fasthttp.RequestHeader, h *fasthttp.ResponseHeader, mayVary bool, expiry time.Time) bool {
+	var vary []byte
+	if mayVary {
+		vary = httpcache.AppendVary(nil, h)
+	}
 	if len(bytes.TrimSpace(vary)) == 0 {
 		f.skey = f.rv.pkey
 		return true

@@ -237,6 +237,12 @@ type StoreInfo struct {
 	// Surrogate is what the response's Surrogate-Control says to strata
 	// (surrogate.go); MaxAge -1 when nothing, or when IgnoreSurrogateControl.
 	Surrogate SurrogateControl
+	// MayVary is false when the header has no Vary field, and
+	// MaySurrogate false when it has neither Surrogate-Control nor the
+	// targeted field: the caller skips looking them up or deleting them,
+	// a walk over every field each. Both may be true for a header that
+	// lacks them (one whose fields were looked up, not walked: respFields).
+	MayVary, MaySurrogate bool
 }
 
 // StoreDecision decides whether the response to the request rp, with
@@ -299,6 +305,8 @@ func storeDecide(si *StoreInfo, rp *RequestPolicy, status int, f *respFields, no
 	applySurrogate(si)
 	si.Reason = storeRefusal(si, rp, status, f, o)
 	si.Store = si.Reason == ""
+	si.MayVary = f.peek || f.vary.n > 0
+	si.MaySurrogate = f.peek || f.surrogate.n > 0 || f.own.n > 0
 }
 
 // storeReadHeaders fills the dates, Age and ETag.

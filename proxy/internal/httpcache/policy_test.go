@@ -258,6 +258,37 @@ func TestStoreDecisionFields(t *testing.T) {
 	})
 }
 
+// TestStoreDecisionMayFields: MayVary and MaySurrogate are false only
+// for a header without the fields, which the caller then neither looks up
+// nor deletes; a header whose announced trailers send the decision to the
+// lookups reports both.
+func TestStoreDecisionMayFields(t *testing.T) {
+	o := defaultPolicyOptions()
+	req := testRequest(t, "GET", "/x")
+	var rp RequestPolicy
+	ParseRequest(&rp, &req.Header)
+	for _, tc := range []struct {
+		name               string
+		headers            []string
+		vary, surrogateish bool
+	}{
+		{"neither", []string{"Cache-Control: max-age=60", `ETag: "e"`}, false, false},
+		{"vary", []string{"Cache-Control: max-age=60", "vary: Accept-Encoding"}, true, false},
+		{"surrogate-control", []string{"Cache-Control: max-age=60", "Surrogate-Control: max-age=30"}, false, true},
+		{"targeted", []string{"Cache-Control: max-age=60", "strata-cache-control: max-age=30"}, false, true},
+		{"many lines", []string{"Vary: A", "Vary: B", "Vary: C", "Vary: D", "Vary: E", "Cache-Control: max-age=60"}, true, true},
+		{"trailers", []string{"Cache-Control: max-age=60", "Trailer: X-Sum", "Transfer-Encoding: chunked"}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var si StoreInfo
+			StoreDecision(&si, &rp, 200, testResponse(t, "200 OK", tc.headers...), testNow, &o)
+			if si.MayVary != tc.vary || si.MaySurrogate != tc.surrogateish {
+				t.Errorf("MayVary %v MaySurrogate %v, want %v %v", si.MayVary, si.MaySurrogate, tc.vary, tc.surrogateish)
+			}
+		})
+	}
+}
+
 func TestPolicyOptions(t *testing.T) {
 	d := defaultPolicyOptions()
 	if !d.Shared || d.HeuristicFraction != 0.1 || d.HeuristicMax != 24*time.Hour || d.DefaultTTL != 0 || d.StoreSetCookie || d.Grace != 0 {
