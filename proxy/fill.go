@@ -501,9 +501,10 @@ func (s *Server) takeLarge(f *fill, declared int64) bool {
 // the caller keeps ownership of it.
 func (s *Server) fillFrom(f *fill, req *fasthttp.RequestHeader, resp *fasthttp.Response, rp *httpcache.RequestPolicy, reqTime, respTime time.Time) {
 	var si httpcache.StoreInfo
-	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, &s.cfg().Policy)
+	pol := &s.cfg().Policy // one snapshot: MaySurrogate is about its TargetedField
+	httpcache.StoreDecision(&si, rp, resp.StatusCode(), &resp.Header, respTime, pol)
 	if si.MaySurrogate {
-		s.consumeSurrogate(&resp.Header)
+		consumeSurrogate(&resp.Header, pol)
 	}
 	cl := int64(resp.Header.ContentLength())
 	body := resp.BodyStream()

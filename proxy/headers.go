@@ -387,7 +387,11 @@ func storedDate(kvs []headerKV) []byte {
 // alone (Policy.TargetedField, httpcache's targeted.go); CDN-Cache-Control
 // is left for the CDN tiers downstream (RFC 9213 §3).
 func (s *Server) consumeSurrogate(h *fasthttp.ResponseHeader) {
-	p := &s.cfg().Policy
+	consumeSurrogate(h, &s.cfg().Policy)
+}
+
+// consumeSurrogate is Server.consumeSurrogate under the policy p.
+func consumeSurrogate(h *fasthttp.ResponseHeader, p *httpcache.PolicyOptions) {
 	if !p.IgnoreSurrogateControl {
 		h.DelBytes(httpcache.HeaderSurrogateControl)
 	}
