@@ -279,6 +279,16 @@ func TestCompressSlicedNotStored(t *testing.T) {
 // the fills and compressions, every response is one version's
 // representation: a whole body decodes to the version its ETag names,
 // and a range is a range of that representation's bytes.
+//
+// A response may also fail: a slice present when the status line was
+// decided, replaced by the next version's before the body reached it,
+// must be fetched again, and the origin now answers with another version
+// (sliceSource's documented window: the response ends short, counted in
+// cutShort, and the connection closes, before the first byte if that
+// slice was the first). The client retries such a request, so a failure
+// shows here in one run of a hundred or so (up to 11 of the 576 requests
+// in a run on a loaded machine); each one must be a response the server
+// counted as cut short, and they must stay under 5%.
 func TestCompressSlicedVersions(t *testing.T) {
 	bodies := [][]byte{wordText(300<<10, 11), wordText(300<<10, 12), wordText(300<<10, 13)}
 	var version atomic.Int64
@@ -296,6 +306,7 @@ func TestCompressSlicedVersions(t *testing.T) {
 		data     []byte
 	}
 	var mu sync.Mutex
+	var failed atomic.Int64
 	whole := map[string][]byte{} // ETag → whole representation
 	var ranges []ranged
 	fail := t.Errorf
@@ -323,8 +334,8 @@ func TestCompressSlicedVersions(t *testing.T) {
 						req.Header.Set("Range", "bytes="+itoa(start)+"-"+itoa(start+99))
 					}
 					if err := p.client.Do(req, resp); err != nil {
-						fail("GET: %v", err)
-						return
+						failed.Add(1) // checked against cutShort below
+						continue
 					}
 					etag, ce := string(resp.Header.Peek("ETag")), string(resp.Header.Peek("Content-Encoding"))
 					tag := strings.NewReplacer("W/", "", "-gz", "", "-br", "").Replace(etag) // the version's "vN"
@@ -362,6 +373,10 @@ func TestCompressSlicedVersions(t *testing.T) {
 			}
 			whole[etag+ce] = append([]byte(nil), r.Body()...)
 		}
+	}
+	requests := int64(2 * len(bodies) * 4 * 24)
+	if n, cut := failed.Load(), testutil.ToFloat64(p.srv.m.cutShort); n > 0 && (float64(n) > cut || n > requests/20) {
+		t.Errorf("%d of %d requests failed, %v responses counted as cut short: want every failure counted, and at most 5%%", n, requests, cut)
 	}
 	checked, coded := 0, 0
 	for _, r := range ranges {
