@@ -93,29 +93,8 @@ func BenchmarkPromotionMix(b *testing.B) {
 	}{{"uniform", PromoteSecondHit}, {"uniform", PromoteNever}, {"zipf", PromoteSecondHit}, {"zipf", PromoteNever}} {
 		dist := run.dist
 		b.Run(dist+"/"+string(run.p), func(b *testing.B) {
-			dev, err := blockdev.NewMem(2*n*size, 4096)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := Open(Options{
-				Memory: memory.Options{Capacity: n * size / 4, Shards: 4},
-				Disk: disk.Options{RegionSize: 16 << 20, QueueBytes: 64 << 20,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-				Device:    dev,
-				Promotion: run.p,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close(context.Background())
-			keys := make([][]byte, n)
-			for i := range keys {
-				keys[i] = fmt.Appendf(nil, "key-%d", i)
-				c.Insert(keys[i], bytes.Repeat([]byte{byte(i)}, size), time.Time{})
-				for c.Stats().Disk.QueuedBytes > 32<<20 { // keep every eviction
-					time.Sleep(time.Millisecond)
-				}
-			}
+			c := openPromotionBench(b, 2*n*size, n*size/4, run.p)
+			keys := insertKept(c, "key", n, size)
 			rng := rand.New(rand.NewPCG(1, 2))
 			zipf := rand.NewZipf(rng, 1.1, 1, n-1)
 			pick := func() int {
@@ -160,43 +139,18 @@ func BenchmarkPromotionShift(b *testing.B) {
 	const n, size = 4096, 64 << 10
 	for _, p := range []Promotion{PromoteSecondHit, PromoteNever} {
 		b.Run(string(p), func(b *testing.B) {
-			dev, err := blockdev.NewMem(4*n*size, 4096)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := Open(Options{
-				Memory: memory.Options{Capacity: n * size / 4, Shards: 4},
-				Disk: disk.Options{RegionSize: 16 << 20, QueueBytes: 64 << 20,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-				Device:    dev,
-				Promotion: p,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close(context.Background())
+			c := openPromotionBench(b, 4*n*size, n*size/4, p)
 			var v Value
-			insert := func(prefix string, count int) [][]byte {
-				keys := make([][]byte, count)
-				for i := range keys {
-					keys[i] = fmt.Appendf(nil, "%s-%d", prefix, i)
-					c.Insert(keys[i], bytes.Repeat([]byte{byte(i)}, size), time.Time{})
-					for c.Stats().Disk.QueuedBytes > 32<<20 { // keep every eviction
-						time.Sleep(time.Millisecond)
-					}
-				}
-				return keys
-			}
 			// The earlier workload: a set that fits, each key hit often
 			// enough to reach main with a full hit count.
-			old := insert("old", n/5)
+			old := insertKept(c, "old", n/5, size)
 			for range 4 {
 				for _, k := range old {
 					c.Lend(k, &v)
 					v.Release()
 				}
 			}
-			keys := insert("new", n)
+			keys := insertKept(c, "new", n, size)
 			rng := rand.New(rand.NewPCG(1, 2))
 			var mem int
 			p0 := c.Stats().Promotions
@@ -210,4 +164,40 @@ func BenchmarkPromotionShift(b *testing.B) {
 			b.ReportMetric(float64(c.Stats().Promotions-p0)/float64(b.N), "promotions/op")
 		})
 	}
+}
+
+// openPromotionBench opens a Cache of mem bytes of memory in front of a
+// device of dev bytes, under promotion policy p, closed when b ends.
+func openPromotionBench(b *testing.B, dev, mem int64, p Promotion) *Cache {
+	d, err := blockdev.NewMem(dev, 4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := Open(Options{
+		Memory: memory.Options{Capacity: mem, Shards: 4},
+		Disk: disk.Options{RegionSize: 16 << 20, QueueBytes: 64 << 20,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Device:    d,
+		Promotion: p,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// insertKept inserts count values of size bytes under prefix-0, prefix-1,
+// ..., waiting while the disk's queue is deep so that every eviction
+// reaches the disk, and returns the keys.
+func insertKept(c *Cache, prefix string, count, size int) [][]byte {
+	keys := make([][]byte, count)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "%s-%d", prefix, i)
+		c.Insert(keys[i], bytes.Repeat([]byte{byte(i)}, size), time.Time{})
+		for c.Stats().Disk.QueuedBytes > 32<<20 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return keys
 }
