@@ -212,9 +212,9 @@ func TestStoredNamesCanonical(t *testing.T) {
 }
 
 // TestOriginRequestNamesCanonical: the names prepareOriginRequest (and
-// normalizeAcceptEncoding) look up and set with fasthttp's Canonical calls
-// are as fasthttp normalises them; a name that is not would be missed in the client's request and
-// sent in a case of its own.
+// normalizeAcceptEncoding) look up and set with fasthttp's Canonical
+// calls are as fasthttp normalises them; a name that is not would be
+// missed in the client's request and sent in a case of its own.
 func TestOriginRequestNamesCanonical(t *testing.T) {
 	for _, name := range [][]byte{httpcache.HeaderConnection, httpcache.HeaderXForwardedFor,
 		httpcache.HeaderXForwardedHost, httpcache.HeaderXForwardedProto, httpcache.HeaderAcceptEncoding} {

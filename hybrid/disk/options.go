@@ -146,10 +146,10 @@ type Options struct {
 	// holds no thread. Default 8.
 	ReadWorkers int
 	// ReadBufferBytes bounds the bytes of read buffers (each a size class
-	// of blocks, at most a quarter over the read) that pooled reads hold at once, from before a read
-	// takes its buffer until the read is delivered, given back or
-	// skipped; a read waits for room, within ReadTimeout. A read larger
-	// than the bound runs alone. Default ReadWorkers × BufferSize rounded
+	// of blocks, at most a quarter over the read) that pooled reads hold
+	// at once, from before a read takes its buffer until the read is
+	// delivered, given back or skipped; a read waits for room, within
+	// ReadTimeout. A read larger than the bound runs alone. Default ReadWorkers × BufferSize rounded
 	// up to a power of two (ReadWorkers reads of the largest entry).
 	ReadBufferBytes int64
 	// WriteWorkers is the write pool size in separated and uring mode.
