@@ -14,22 +14,24 @@ import (
 // Sliced bodies: whole or not at all.
 //
 // A 200 promises Content-Length, so a sliced body is settled before its status
-// line (sliceSource.prepare). An object that can have a slice fetched again (a
-// 200 with a strong validator, or with slice digests: slice_digest.go) has
-// every slice the response covers probed in the store (Store.Contains, no
-// copy); the first missing one is fetched from the origin with a Range request
+// line (sliceSource.prepare): the first FillWindow slices the response covers
+// are leased (held by the response: memory hits pinned, disk reads in buffers
+// of its own, within MaxStreamBytes), so a body of up to FillWindow slices is
+// held whole before a byte is promised. An object that can have a slice
+// fetched again (a 200 with a strong validator, or with slice digests:
+// slice_digest.go) has the rest probed in the store (Store.Contains, no copy);
+// the first missing slice is fetched from the origin with a Range request
 // whose answer must name the record's validator, size and slice size (with
 // digests: whose bytes must match the slice's digest, waited for before the
 // status line), else the request is a miss. A slice lost while the body
 // streams (evicted, or found damaged when read) is fetched the same way. Any
 // other object (a record written before digests, a status other than 200)
-// cannot have a slice fetched again, so every slice the response covers is
-// read into buffers of its own first (up to FillWindow slices, within
-// MaxStreamBytes) and one missing makes the request a miss. What remains: an
-// origin that fails or changes while a lost slice is fetched mid-body, and a
-// slice lost after the probe of such an unfetchable body too large to read
-// first; that response ends short (counted in strata_responses_cut_short_total)
-// and fasthttp closes the connection.
+// cannot have a slice fetched again: one missing makes the request a miss,
+// and a body longer than the window is only probed. What remains: an origin
+// that fails or changes while a lost slice past the window is fetched
+// mid-body, and a slice past the window lost after the probe of an
+// unfetchable body; that response ends short (counted in
+// strata_responses_cut_short_total) and fasthttp closes the connection.
 
 var (
 	// errRangeIgnored: a slice fetch found the origin answering 200 to a
@@ -56,19 +58,18 @@ var (
 // digests (fetchable); for any other object a missing slice is
 // errSliceMissing.
 //
-// prepare runs before the status line and settles what it can. For a
-// fetchable object every slice is probed in the store, and the first
-// missing one is fetched (its origin answer validated) before a byte is
-// promised; a slice lost after that (evicted or found damaged while the
-// response streams) is fetched the same way, so only an origin failing or
-// changing in that window ends a response short. Any other object has
-// every slice it will send read into buffers of its own first (leased,
-// up to FillWindow slices a response, from Options.MaxStreamBytes, waiting
-// for room as the stream buffer does), and a missing one makes the request
-// a miss. A body too large to
-// lease is only probed: a slice lost after the probe cuts it short
-// (counted), the price of not fetching a large object whole again on
-// every hit.
+// prepare runs before the status line and settles what it can: the
+// first FillWindow slices the response will send are leased (see lease;
+// from Options.MaxStreamBytes, waiting for room as the stream buffer
+// does). For a fetchable object the rest are probed in the store, and the
+// first missing one is fetched (its origin answer validated) before a
+// byte is promised; a slice lost after that (evicted or found damaged
+// while the response streams) is fetched the same way, so only an origin
+// failing or changing in that window ends a response short, and never
+// before its first bytes. Any other object has a missing slice make the
+// request a miss; its body too large to lease whole is only probed past
+// the window: a slice lost after the probe cuts it short (counted), the
+// price of not fetching a large object whole again on every hit.
 //
 // It owns a copy of the record, the origin request template and one
 // slice buffer; close releases them and any fetch it holds. The zero
@@ -92,8 +93,7 @@ type sliceSource struct {
 	sf      *sliceFetch
 	kbuf    []byte // slice keys; kept with the pooled source (a stack array escapes through Store)
 	leases  []leasedSlice
-	leasedN int64 // bytes charged to Server.bodies for leases
-	ahead   bool  // read ahead past the range's end (readahead.go)
+	ahead   bool // read ahead past the range's end (readahead.go)
 }
 
 // leasedSlice is a slice read before the status line: buf is its slab,
@@ -158,17 +158,22 @@ func (fr *fetchReq) template(s *Server) *fasthttp.Request {
 // started and its answer checked). An error means the response cannot be
 // promised: the request is a miss (or, for an origin failure, a 502/504).
 func (r *sliceSource) prepare(rs []byterange.Range) error {
-	if !r.fetchable {
-		if err := r.lease(rs); err != errLeaseBudget {
-			return err
-		}
-	}
-	i, end, ok := r.firstMissing(rs)
+	i, end, err := r.lease(rs)
 	switch {
-	case !ok:
+	case err == nil:
 		return nil
-	case !r.fetchable:
-		return fmt.Errorf("%w: slice %d", errSliceMissing, i)
+	case r.fetchable && errors.Is(err, errSliceMissing):
+		// Fetch the slice the lease could not take (below).
+	case err != errLeaseBudget:
+		return err
+	default:
+		var ok bool
+		if i, end, ok = r.firstMissing(rs); !ok {
+			return nil
+		}
+		if !r.fetchable {
+			return fmt.Errorf("%w: slice %d", errSliceMissing, i)
+		}
 	}
 	if err := r.load(i, end); err != nil {
 		return err
@@ -182,12 +187,15 @@ func (r *sliceSource) prepare(rs []byterange.Range) error {
 	return nil
 }
 
-// firstMissing returns the first slice the ranges rs cover that the store
-// does not hold, with the end of its range.
+// firstMissing returns the first slice the ranges rs cover that is
+// neither leased nor held by the store, with the end of its range.
 func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok bool) {
 	sz := int64(r.obj.SliceSize)
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
+			if _, _, held := r.leased(i); held {
+				continue
+			}
 			r.kbuf = sliceKey(r.kbuf[:0], r.key, i)
 			if !r.s.store.Contains(r.kbuf) {
 				return i, rg.End + 1, true
@@ -197,31 +205,46 @@ func (r *sliceSource) firstMissing(rs []byterange.Range) (idx int, end int64, ok
 	return 0, 0, false
 }
 
-// lease reads every slice the ranges rs cover into slabs of r's own:
-// errLeaseBudget (nothing done) when they are more than FillWindow slices,
-// errSliceMissing when one is not there. Its bytes come from
-// MaxStreamBytes, waiting up to StreamWait for room, then taken anyway.
-func (r *sliceSource) lease(rs []byterange.Range) error {
+// lease reads the slices the ranges rs cover, in the order they are
+// sent, into slabs of r's own (a memory hit lends them: pinned, not
+// copied). An object that cannot be fetched again has all of them leased
+// or none: errLeaseBudget (nothing done) when they are more than
+// FillWindow slices, errSliceMissing when one is not there. A fetchable
+// object has its first FillWindow slices leased but those missing from
+// the store: errSliceMissing names the first of these, which prepare
+// fetches; errLeaseBudget says more slices follow, which prepare probes.
+// So a body that fits the window is held whole before its status line
+// (but for slices fetched), and any other has its first bytes held: a
+// slice replaced by another version between a probe and its read can no
+// longer end a response before its first byte. Its bytes (leaseBytes)
+// were charged to MaxStreamBytes by acquireSlicedBody. With
+// errSliceMissing come the slice missing and the end of the range that
+// covers it.
+func (r *sliceSource) lease(rs []byterange.Range) (missing int, end int64, err error) {
+	n, whole := r.leaseBytes(rs)
+	if n == 0 {
+		return 0, 0, errLeaseBudget
+	}
 	sz := int64(r.obj.SliceSize)
-	var n int64
-	for _, rg := range rs {
-		n += (rg.End/sz - rg.Start/sz + 1) * sz
-	}
-	if n > int64(r.s.opts.FillWindow)*sz {
-		return errLeaseBudget
-	}
-	if !r.s.bodies.acquire(n, r.s.opts.StreamWait) {
-		r.s.bodies.force(n) // soft, as the stream buffer: see bodyBudget
-		r.s.m.streamOverruns.Inc()
-	}
-	r.leasedN = n
+	left := n / sz // slices still to lease
+	missing = -1
 	for _, rg := range rs {
 		for i := int(rg.Start / sz); int64(i)*sz <= rg.End; i++ {
 			if _, _, ok := r.leased(i); ok {
 				continue
 			}
+			if left == 0 {
+				break // a fetchable object's first slices are leased
+			}
+			left--
 			if !r.fromStore(i) {
-				return fmt.Errorf("%w: slice %d", errSliceMissing, i)
+				if !r.fetchable {
+					return i, rg.End + 1, fmt.Errorf("%w: slice %d", errSliceMissing, i)
+				}
+				if missing < 0 { // fetched by prepare; the rest are leased still
+					missing, end = i, rg.End+1
+				}
+				continue
 			}
 			// Move the slice's Value into the next lease; r.val gets that
 			// lease's old (released) Value and reuses its buffer.
@@ -240,7 +263,31 @@ func (r *sliceSource) lease(rs []byterange.Range) error {
 			r.atPiece, r.atBase = 0, 0
 		}
 	}
-	return nil
+	switch {
+	case missing >= 0:
+		return missing, end, fmt.Errorf("%w: slice %d", errSliceMissing, missing)
+	case !whole:
+		return 0, 0, errLeaseBudget // prepare probes the slices past the window
+	}
+	return 0, 0, nil
+}
+
+// leaseBytes returns the bytes lease holds for the ranges rs: their
+// slices up to FillWindow of them, none for an object that cannot be
+// fetched again and has more. whole: they are every slice the ranges
+// cover.
+func (r *sliceSource) leaseBytes(rs []byterange.Range) (n int64, whole bool) {
+	sz := int64(r.obj.SliceSize)
+	for _, rg := range rs {
+		n += (rg.End/sz - rg.Start/sz + 1) * sz
+	}
+	if window := int64(r.s.opts.FillWindow) * sz; n > window {
+		if !r.fetchable {
+			return 0, false
+		}
+		return window, false
+	}
+	return n, true
 }
 
 // leased returns the data of slice idx if it was leased (see data and
@@ -443,10 +490,6 @@ func (r *sliceSource) close() {
 		l.data, l.more = nil, nil
 	}
 	r.leases = r.leases[:0]
-	if r.leasedN != 0 {
-		r.s.bodies.release(r.leasedN)
-		r.leasedN = 0
-	}
 	if r.fr.tmpl != nil {
 		fasthttp.ReleaseRequest(r.fr.tmpl)
 		r.fr.tmpl = nil

@@ -48,8 +48,8 @@ func (r *sliceSource) readAhead(prev, idx int, end int64, aligned bool) {
 	}
 	last := min(idx+s.opts.ReadAhead, limit) // the window kept stored or in flight
 	for j := idx + 1; j <= last; j++ {
-		if r.stored(j) {
-			continue
+		if _, _, held := r.leased(j); held || r.stored(j) {
+			continue // held by this response since before its status line, or stored
 		}
 		if cur := s.fetches.join(r.key, j, nil); cur != nil { // in flight already
 			j = max(j, cur.last)

@@ -18,7 +18,7 @@ type slicedBody struct {
 	src    sliceSource
 	one    [1]byterange.Range
 	srv    *Server
-	charge int64 // bytes taken from srv.bodies for the stream buffer
+	charge int64 // bytes taken from srv.bodies for the stream buffer and leases
 }
 
 var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
@@ -26,21 +26,14 @@ var slicedBodyPool = sync.Pool{New: func() any { return new(slicedBody) }}
 // acquireSlicedBody returns a body for the object o (copied) under key,
 // reading ranges rs (nil: all of it). fr's template (nil tmpl: nothing is
 // fetched) is owned by the body from now on, even on error. A body that
-// will stream (not for HEAD) first takes its slice buffer's bytes from
+// will stream (not for HEAD) takes the bytes of the slices prepare will
+// lease, and of its slice buffer unless those are the whole body, from
 // Server.bodies, waiting up to StreamWait for room, then taking them
 // anyway (counted in strata_stream_budget_overruns_total).
 func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, fr fetchReq, stream bool) (*slicedBody, error) {
-	var charge int64
-	if stream {
-		charge = int64(sliceHeaderLen + o.SliceSize)
-		if !s.bodies.acquire(charge, s.opts.StreamWait) {
-			s.bodies.force(charge)
-			s.m.streamOverruns.Inc()
-		}
-	}
 	b := slicedBodyPool.Get().(*slicedBody)
 	b.rangeBody = rangeBody{src: &b.src, frame: b.frame[:0], m: s.m}
-	b.srv, b.charge = s, charge
+	b.srv = s
 	if err := b.src.init(s, key, o, fr); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -50,6 +43,20 @@ func (s *Server) acquireSlicedBody(key []byte, o *object, rs []byterange.Range, 
 		rs = b.one[:]
 	}
 	b.ranges, b.size = rs, o.BodyLen
+	if stream {
+		// The slices prepare leases and, unless they are all the body
+		// sends, the stream buffer that reads the others, in one charge:
+		// a response never waits for room its own first charge holds.
+		charge, whole := b.src.leaseBytes(rs)
+		if !whole {
+			charge += int64(sliceHeaderLen + o.SliceSize)
+		}
+		if !s.bodies.acquire(charge, s.opts.StreamWait) {
+			s.bodies.force(charge)
+			s.m.streamOverruns.Inc()
+		}
+		b.charge = charge
+	}
 	return b, nil
 }
 

@@ -74,15 +74,17 @@ func TestSlicedHit(t *testing.T) {
 
 // TestSlicedHitWholeOrMiss: a stored sliced object whose later slice is
 // gone is served whole or taken as a miss, never cut short where it can
-// be helped. A slice missing before the status line is fetched from the
-// origin with a Range request when the object has a strong validator or
-// slice digests (an object without a validator stored since digests); an
-// object with neither (a record from before digests) has its slices read
-// before the status line, and one missing makes the request a clean miss
-// (a whole refill). A slice that the probe saw but that cannot be read
-// (damaged on disk) is fetched mid-body; only when that fetch fails too,
-// or the object has neither and is too large to read first, is the
-// response cut short, counted.
+// be helped. The first FillWindow slices are read before the status line;
+// one missing there, or missing from the store past them, is fetched from
+// the origin with a Range request when the object has a strong validator
+// or slice digests (an object without a validator stored since digests),
+// and a failed fetch makes the request a clean miss (a whole refill); an
+// object with neither (a record from before digests) has all its slices
+// read first, and one missing makes the request a miss. A slice past the
+// window that the probe saw but that cannot be read (damaged on disk) is
+// fetched mid-body; only when that fetch fails too, or the object has
+// neither and is too large to read first, is the response cut short,
+// counted.
 func TestSlicedHitWholeOrMiss(t *testing.T) {
 	const lost = 2 // slice index removed or made unreadable
 	rng := fmt.Sprintf("bytes=%d-%d", lost*testSlice, (lost+1)*testSlice-1)
@@ -104,8 +106,10 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 		{"unreadable, digests", false, false, true, false, "strata; hit; detail=memory", rng, false, 8},
 		{"unreadable, neither", false, true, true, false, "strata; fwd=miss; stored", "", false, 8},
 		{"evicted, validator, range refused", true, false, false, true, "strata; fwd=miss", "*", false, 0},
-		{"unreadable, validator, range refused", true, false, true, true, "", rng, true, 0},
-		{"unreadable, digests, range refused", false, false, true, true, "", rng, true, 0},
+		{"unreadable, validator, range refused", true, false, true, true, "strata; fwd=miss", "*", false, 0},
+		{"unreadable, digests, range refused", false, false, true, true, "strata; fwd=miss; stored", "*", false, 0},
+		{"unreadable past the window, validator, range refused", true, false, true, true, "", rng, true, 2},
+		{"unreadable past the window, digests, range refused", false, false, true, true, "", rng, true, 2},
 		{"evicted, digests, too large to lease", false, false, false, false, "strata; hit; detail=memory", rng, false, 2},
 		{"evicted, neither, too large to lease", false, true, false, false, "strata; fwd=miss; stored", "", false, 2},
 		{"unreadable, neither, too large to lease", false, true, true, false, "", "", true, 2},
@@ -167,6 +171,69 @@ func TestSlicedHitWholeOrMiss(t *testing.T) {
 			}
 			if n := testutil.ToFloat64(p.srv.m.cutShort); n != 0 {
 				t.Fatalf("cut short counted %v times", n)
+			}
+		})
+	}
+}
+
+// TestSlicedLeaseHoldsFirstSlices: a sliced hit holds the first
+// FillWindow slices it sends from before its status line, so a new
+// version replacing the stored slices (and the origin's) after the status
+// line cannot end the response before those bytes: a body that fits the
+// window is sent whole, a longer one at least the window's slices, cut
+// short (counted) only past them.
+func TestSlicedLeaseHoldsFirstSlices(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window int // the object has 5 slices
+		whole  bool
+	}{
+		{"fits the window", 8, true},
+		{"longer than the window", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := &rangeOrigin{size: 300 << 10, etag: true}
+			p := newPair(t, ro.handler, func(o *Options) {
+				o.SliceSize = testSlice
+				o.FillWindow = tc.window
+			})
+			want := ro.body(0)
+			releaseResp(p.get("/obj"))
+			waitFor(t, func() bool { return p.srv.nfills.Load() == 0 })
+			ro.takeRanges()
+			key := httpcache.BuildKey(nil, []byte("http"), requestFor("/obj"), &p.srv.opts.Key)
+
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetHost("example.com")
+			ctx.Request.Header.SetRequestURI("/obj")
+			p.srv.handler(&ctx) // the status line is settled here
+			if cs := string(ctx.Response.Header.Peek("Cache-Status")); cs != "strata; hit; detail=memory" {
+				t.Fatalf("not a hit: %q", cs)
+			}
+			ro.mu.Lock()
+			ro.version++ // the origin has moved on ...
+			ro.mu.Unlock()
+			for i := range 5 { // ... and its new version's fill replaced the slices
+				p.store.Remove(sliceKey(nil, key, i))
+			}
+			var out bytes.Buffer
+			err := ctx.Response.BodyWriteTo(&out)
+			ctx.Response.Reset()
+			got := out.Bytes()
+			if !bytes.Equal(got, want[:len(got)]) {
+				t.Fatalf("%d bytes sent are not the stored version's", len(got))
+			}
+			if tc.whole {
+				if err != nil || len(got) != len(want) {
+					t.Fatalf("sent %d of %d bytes, %v", len(got), len(want), err)
+				}
+				if r := ro.takeRanges(); len(r) != 0 {
+					t.Fatalf("origin asked for %q", r)
+				}
+				return
+			}
+			if err == nil || len(got) < tc.window*testSlice || len(got) == len(want) {
+				t.Fatalf("sent %d bytes (want the window's %d, cut short), %v", len(got), tc.window*testSlice, err)
 			}
 		})
 	}
