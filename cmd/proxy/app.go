@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,7 @@ func start(cfg *configs.Config, p *configs.Parts, logger *slog.Logger, pprof boo
 		p.Devices[i].Options.Logger = logger
 	}
 	setMemoryLimit(logger, p.Memory)
+	logger.Info("scheduler", "gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU())
 	defer func() {
 		if err != nil {
 			a.shutdown()

@@ -61,6 +61,9 @@ const (
 )
 
 func main() {
+	if len(os.Args) < 2 || os.Args[1] != "stats" {
+		setProcs() // the proxy's, not the stats view's (procs.go)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
