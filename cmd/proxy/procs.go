@@ -12,13 +12,14 @@ import (
 // take about 10µs on loopback (the kernel runs the receiver's side of
 // TCP in the sender's call), so with one P per CPU a CPU often sits
 // idle while its P waits in a write and runnable goroutines queue
-// behind it. One P more than the CPUs keeps them busy: peerbench, strata
-// alone on two CPUs, two rounds each (GOMAXPROCS 2 → 3): 1 KiB hits
-// 73-87k → 89k req/s, 256 KiB hits 10.1-11.7k → 12.7-12.8k, misses
-// 19.6-21.8k → 24.8-27.5k, with less CPU per request (1 KiB hits 11.4-14.1
-// → 11.3-11.5µs) and no change for disk-bound scenarios; the cost is the
-// p99 of 1 KiB hits, 6.0-7.0 → 8.4-9.1 ms, as the kernel time-slices
-// three threads on two CPUs.
+// behind it. One P more than the CPUs keeps them busy. Measured with
+// peerbench, strata alone on two CPUs, GOMAXPROCS 2 against 3 in eight
+// alternating pairs (two sets, 19:47-19:56 and 20:28-20:31 on 2026-12-03),
+// medians of the pairs' ratios: 1 KiB hits 1.085x req/s (0.92-1.31),
+// 256 KiB hits 1.13x (0.86-1.27), misses 1.08x (0.92-1.40), disk-bound
+// scenarios unchanged, CPU per request lower; the cost is the p99 of
+// 1 KiB hits, 1.20x (0.93-1.45), as the kernel time-slices three threads
+// on two CPUs under saturation.
 
 // setProcs gives the scheduler one P more than the runtime's default
 // (the CPUs, or the cgroup's CPU limit), unless GOMAXPROCS is set. It
