@@ -106,13 +106,13 @@ type Options struct {
 	// 4; negative: none.
 	ReadAhead int
 	// MaxStreamBytes bounds the buffers of responses served from stored
-	// sliced bodies: each holds the slices it reads before its status
-	// line (at most FillWindow; see sliceSource) and, when its body has
-	// more, one slice buffer while it streams. A response
-	// that finds no room waits up to StreamWait, then streams anyway (the
-	// bound is soft; counted in strata_stream_budget_overruns_total); a
-	// read-ahead that finds no room is skipped. Default 256 MiB (configs
-	// sizes it from limits.memory).
+	// sliced bodies: each holds the slices it reads before its status line
+	// (at most FillWindow; see sliceSource) and, when its body has more,
+	// one slice buffer while it streams. A response that finds no room
+	// waits up to StreamWait, then streams anyway (the bound is soft;
+	// counted in strata_stream_budget_overruns_total); a read-ahead that
+	// finds no room is skipped. Default 256 MiB (configs sizes it from
+	// limits.memory).
 	MaxStreamBytes int64
 	// StreamWait is how long a response waits for MaxStreamBytes room.
 	// Default 1s.
