@@ -149,8 +149,9 @@ type Options struct {
 	// of blocks, at most a quarter over the read) that pooled reads hold
 	// at once, from before a read takes its buffer until the read is
 	// delivered, given back or skipped; a read waits for room, within
-	// ReadTimeout. A read larger than the bound runs alone. Default ReadWorkers × BufferSize rounded
-	// up to a power of two (ReadWorkers reads of the largest entry).
+	// ReadTimeout. A read larger than the bound runs alone. Default
+	// ReadWorkers × BufferSize rounded up to a power of two (ReadWorkers
+	// reads of the largest entry).
 	ReadBufferBytes int64
 	// WriteWorkers is the write pool size in separated and uring mode.
 	// Default Flushers.
