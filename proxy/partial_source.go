@@ -272,14 +272,20 @@ func (r *sliceSource) lease(rs []byterange.Range) (missing int, end int64, err e
 	return 0, 0, nil
 }
 
-// leaseBytes returns the bytes lease holds for the ranges rs: their
-// slices up to FillWindow of them, none for an object that cannot be
-// fetched again and has more. whole: they are every slice the ranges
-// cover.
+// leaseBytes returns the bytes lease holds for the ranges rs (sorted and
+// coalesced, as byterange.Parse gives them): their slices, each counted
+// once though two ranges share it, up to FillWindow of them; none for an
+// object that cannot be fetched again and has more. whole: they are every
+// slice the ranges cover.
 func (r *sliceSource) leaseBytes(rs []byterange.Range) (n int64, whole bool) {
 	sz := int64(r.obj.SliceSize)
+	next := int64(0) // the first slice not counted yet
 	for _, rg := range rs {
-		n += (rg.End/sz - rg.Start/sz + 1) * sz
+		first, last := max(rg.Start/sz, next), rg.End/sz
+		if first <= last {
+			n += (last - first + 1) * sz
+			next = last + 1
+		}
 	}
 	if window := int64(r.s.opts.FillWindow) * sz; n > window {
 		if !r.fetchable {

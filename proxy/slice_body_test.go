@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 
+	"strata/proxy/internal/byterange"
 	"strata/proxy/internal/httpcache"
 )
 
@@ -234,6 +235,37 @@ func TestSlicedLeaseHoldsFirstSlices(t *testing.T) {
 			}
 			if err == nil || len(got) < tc.window*testSlice || len(got) == len(want) {
 				t.Fatalf("sent %d bytes (want the window's %d, cut short), %v", len(got), tc.window*testSlice, err)
+			}
+		})
+	}
+}
+
+// TestLeaseBytes: a response leases each slice its ranges cover once,
+// though two ranges share it, up to FillWindow slices; an object that
+// cannot be fetched again leases all or none.
+func TestLeaseBytes(t *testing.T) {
+	const sz = 100
+	rg := func(a, b int64) byterange.Range { return byterange.Range{Start: a, End: b} }
+	for _, tc := range []struct {
+		name      string
+		rs        []byterange.Range
+		fetchable bool
+		n         int64
+		whole     bool
+	}{
+		{"one range in one slice", []byterange.Range{rg(10, 20)}, true, sz, true},
+		{"two ranges in one slice", []byterange.Range{rg(0, 10), rg(50, 60)}, true, sz, true},
+		{"ranges sharing an end slice", []byterange.Range{rg(50, 150), rg(180, 250)}, true, 3 * sz, true},
+		{"the window", []byterange.Range{rg(0, 399)}, true, 4 * sz, true},
+		{"past the window", []byterange.Range{rg(0, 400)}, true, 4 * sz, false},
+		{"past the window, unfetchable", []byterange.Range{rg(0, 400)}, false, 0, false},
+		{"many ranges in few slices, unfetchable", []byterange.Range{rg(0, 1), rg(20, 21), rg(40, 41), rg(60, 61), rg(80, 81), rg(120, 121)}, false, 2 * sz, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sliceSource{s: &Server{opts: Options{FillWindow: 4}}, fetchable: tc.fetchable}
+			r.obj.SliceSize = sz
+			if n, whole := r.leaseBytes(tc.rs); n != tc.n || whole != tc.whole {
+				t.Errorf("leaseBytes = %d, %v; want %d, %v", n, whole, tc.n, tc.whole)
 			}
 		})
 	}
