@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/sys/unix"
 )
 
 // origin is one configured origin server and its connection pool.
@@ -102,17 +104,61 @@ func originTLS(serverName, caFile string) (*tls.Config, error) {
 
 // progressConn bounds every read by timeout: the wait for response
 // headers, and each wait for more body bytes. fasthttp's own deadlines are
-// absolute and would cut a long streamed body.
+// absolute and would cut a long streamed body. It also notes when it was
+// last read (the end of its last response, once it is idle in the pool):
+// peerClosed asks the kernel about a connection idle that long.
 type progressConn struct {
 	net.Conn
-	timeout time.Duration
+	timeout  time.Duration
+	lastRead time.Time // zero: never read (a new connection)
 }
 
 func (c *progressConn) Read(p []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+	now := time.Now()
+	c.lastRead = now
+	if err := c.Conn.SetReadDeadline(now.Add(c.timeout)); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(p)
+}
+
+// idleCheckAfter is how long a pooled connection sits idle before it is
+// checked for a close by the origin as it is taken: origins close idle
+// keep-alive connections after a second or more (Node and Apache after
+// 5 s), and a connection taken sooner is taken under load, where the check
+// would be a system call per request for nothing.
+const idleCheckAfter = 50 * time.Millisecond
+
+// peerClosed reports whether c, taken from the pool after idleCheckAfter
+// or more, is unfit for a request: the origin closed it (end of file or
+// a reset) or sent something unasked, which on an idle HTTP/1.1
+// connection can only precede a close (a TLS close_notify, a 408). It
+// peeks at the socket without waiting; a connection read within
+// idleCheckAfter, or never read, is taken as open.
+func peerClosed(c net.Conn) bool {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	pc, ok := c.(*progressConn)
+	if !ok || pc.lastRead.IsZero() || time.Since(pc.lastRead) < idleCheckAfter {
+		return false
+	}
+	sc, ok := pc.Conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := false
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		closed = err != unix.EAGAIN && err != unix.EWOULDBLOCK // a byte, end of file (nil error) or a reset
+		return true
+	})
+	return closed || err != nil
 }
 
 // do sends req and reads the response headers into resp; the body is left

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -51,11 +52,34 @@ type hintsKey struct{}
 
 func (hintTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	sink, _ := req.UserValue(hintsKey{}).(*hintSink)
-	cc, err := hc.AcquireConn(0, req.ConnectionClose())
+	cc, err := acquireOpenConn(hc.AcquireConn, hc.CloseConn, req.ConnectionClose())
 	if err != nil {
 		return false, err
 	}
 	return roundTripHints(hc, hc, cc, req, resp, sink)
+}
+
+// maxClosedConns bounds how many pooled connections one request may find
+// closed and drop before it takes one anyway (each dropped one leaves the
+// pool, so the pool's size bounds it too).
+const maxClosedConns = 64
+
+// acquireOpenConn takes a connection from hc's pool as AcquireConn does,
+// but drops one that the origin has closed while it sat idle (peerClosed)
+// and takes the next: an origin whose keep-alive timeout is shorter than
+// OriginOptions.IdleTimeout closes them all in a quiet spell, and the
+// request's two attempts (retryOrigin) would otherwise meet two of them.
+// acquire and closeConn are hc.AcquireConn and hc.CloseConn (whose
+// connection type fasthttp does not export).
+func acquireOpenConn[C poolConn](acquire func(time.Duration, bool) (C, error), closeConn func(C), connClose bool) (C, error) {
+	for range maxClosedConns {
+		cc, err := acquire(0, connClose)
+		if err != nil || !peerClosed(cc.Conn()) {
+			return cc, err
+		}
+		closeConn(cc)
+	}
+	return acquire(0, connClose)
 }
 
 // poolConn is fasthttp's unexported pooled connection type, as
