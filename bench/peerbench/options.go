@@ -47,9 +47,10 @@ type Options struct {
 	Baseline string
 	// Install runs apt-get for missing peers (default true).
 	Install bool
-	// Profile, when set, is a directory where a CPU profile of strata is
-	// written for each scenario (strata-<id>.pprof), taken during the
-	// measured run; empty (the default) takes none.
+	// Profile, when set, is a directory where a CPU profile of each strata
+	// row is written for each scenario (strata-<id>.pprof,
+	// strata-json-<id>.pprof...), taken during the measured run; empty
+	// (the default) takes none.
 	Profile string
 	// Cores is the worker count given to every peer (default NumCPU).
 	Cores int
@@ -175,7 +176,7 @@ func parseFlags(args []string) (Options, error) {
 	fs.StringVar(&o.Strata, "strata", "", "strata binary (default ROOT/bin/strata)")
 	fs.StringVar(&o.Baseline, "baseline", "strata", "system whose ratio to each peer is reported")
 	fs.BoolVar(&o.Install, "install", true, "apt-get install missing peers")
-	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of strata per scenario (default none)")
+	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of each strata row per scenario (default none)")
 	fs.IntVar(&o.Cores, "cores", 0, "workers per peer (default: number of CPUs)")
 	err := fs.Parse(args)
 	return o, err

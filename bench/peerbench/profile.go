@@ -19,15 +19,16 @@ type profiler struct {
 	done chan error
 }
 
-// startProfile asks strata at admin for a CPU profile lasting most of
-// d (it starts as wrk starts and must end before wrk does) and writes it
-// to dir/strata-<scenario id>.pprof. A nil *profiler does nothing.
-func startProfile(ctx context.Context, admin, dir, scenarioID string, d time.Duration) *profiler {
+// startProfile asks a strata row (strata, strata-json...) at admin for a
+// CPU profile lasting most of d (it starts as wrk starts and must end
+// before wrk does) and writes it to dir/<system>-<scenario id>.pprof. A
+// nil *profiler does nothing.
+func startProfile(ctx context.Context, admin, dir, system, scenarioID string, d time.Duration) *profiler {
 	secs := max(1, int((d-time.Second)/time.Second))
 	p := &profiler{done: make(chan error, 1)}
 	go func() {
 		p.done <- fetchProfile(ctx, "http://"+admin+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs),
-			filepath.Join(dir, "strata-"+scenarioID+".pprof"), d+30*time.Second)
+			filepath.Join(dir, system+"-"+scenarioID+".pprof"), d+30*time.Second)
 	}()
 	return p
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -151,8 +152,8 @@ func (r *runner) measure(ctx context.Context, sc scenario, s *system) result {
 	cpu0, ocpu0, orig0 := cpuSeconds(pid), r.originCPU(), r.originRequests()
 	tag := fmt.Sprintf("%s-%d", s.Name, time.Now().UnixNano())
 	var prof *profiler
-	if s.Name == "strata" && r.o.Profile != "" {
-		prof = startProfile(ctx, rn.env.AdminListen, r.o.Profile, sc.ID, r.o.Duration)
+	if strings.HasPrefix(s.Name, "strata") && r.o.Profile != "" {
+		prof = startProfile(ctx, rn.env.AdminListen, r.o.Profile, s.Name, sc.ID, r.o.Duration)
 	}
 	w, _, err := runWrk(ctx, wrkArgv(r.o, r.benchDir, rn.env.Listen, sc, tag), r.o.Duration)
 	prof.wait()
