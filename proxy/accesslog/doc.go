@@ -14,7 +14,11 @@
 // of their numbers, so lines are in the order their Writes took them, as
 // with a single buffer. It takes them when a quarter of the buffer space
 // is in use (at most 64 KiB), every 100 ms, and before a reopen or close:
-// one write(2) for many lines, and no wake-up of the writer per line. The
+// one write(2) for many lines, and no wake-up of the writer per line.
+// Woken by the lines, it writes up to the last 64 KiB boundary of the
+// file they reach (whole page-cache folios cost the kernel less) and
+// keeps the rest for its next write; every 100 ms, and before a reopen
+// or close, it writes everything, so no line waits longer. The
 // buffers hold Options.BufferLines lines of about 256 bytes in all, in
 // chunks any shard may use. When they are full, because the disk cannot
 // keep up, lines are dropped and counted in

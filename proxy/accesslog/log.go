@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,7 @@ type Log struct {
 	// Owned by the writer goroutine.
 	out     io.Writer
 	file    *os.File // nil for stdout
+	offset  int64    // file's size after the last write; -1: unknown (write all)
 	lastErr time.Time
 }
 
@@ -123,7 +125,7 @@ func (l *Log) newMetrics(reg prometheus.Registerer) error {
 // open opens Path (or takes Stdout) as l.out.
 func (l *Log) open() error {
 	if l.opts.Path == "-" {
-		l.out = l.opts.Stdout
+		l.out, l.offset = l.opts.Stdout, -1
 		if l.out == nil {
 			l.out = os.Stdout
 		}
@@ -133,8 +135,18 @@ func (l *Log) open() error {
 	if err != nil {
 		return fmt.Errorf("accesslog: %w", err)
 	}
-	l.out, l.file = f, f
+	l.out, l.file, l.offset = f, f, fileEnd(f)
 	return nil
+}
+
+// fileEnd is f's size (where O_APPEND writes next), or -1 if that cannot
+// be told (a pipe or a character device given as Path).
+func fileEnd(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	return fi.Size()
 }
 
 // Timed reports whether the format shows more of a line's time than its
@@ -209,32 +221,68 @@ func (l *Log) run() {
 	for {
 		select {
 		case <-l.wake:
-			l.writeBuffered()
+			l.writeBuffered(false)
 		case <-t.C:
-			l.writeBuffered()
+			l.writeBuffered(true)
 		case ack := <-l.reopen:
-			l.writeBuffered()
+			l.writeBuffered(true)
 			l.doReopen()
 			close(ack)
 		case <-l.stop:
-			l.writeBuffered()
+			l.writeBuffered(true)
 			l.closeFile()
 			return
 		}
 	}
 }
 
-// writeBuffered writes every line buffered, in order.
-func (l *Log) writeBuffered() {
+// writeAlign is the file offset the writer's writes end on when it is
+// woken by the lines in the buffers rather than by its tick: the page
+// cache stores a file in folios of up to this size when a write covers
+// them whole, and a log grows by whole folios at less cost. Appending 64
+// KiB at a time to a file on ext4 (Linux 6.18) cost 0.32-0.39 ns a byte
+// when each write ended on a multiple of 64 KiB, against 0.62-0.71 when
+// every write began 100 bytes past one (BenchmarkFileAppend, four runs).
+const writeAlign = 64 << 10
+
+// writeBuffered takes the lines buffered and writes them in order: all
+// of them when all is set (the tick, a reopen, the close: no line waits
+// more than flushEvery), else up to the last writeAlign boundary they
+// reach in the file. The rest waits in the writer's own buffer for the
+// next write (outBuf's tail), the chunks they came in go back to the free
+// list at once.
+func (l *Log) writeBuffered(all bool) {
 	if n := l.take(); n > 0 {
-		if _, err := l.out.Write(l.merge(n)); err != nil {
-			l.writeFailed(err)
-		} else {
-			l.m.written.Add(float64(n))
-		}
+		l.merge(n)
 	}
 	l.recycle()
+	buf := l.outBuf
+	w := len(buf)
+	if !all && l.offset >= 0 {
+		w = int(max((l.offset+int64(len(buf)))&^(writeAlign-1)-l.offset, 0))
+	}
+	if w == 0 {
+		return
+	}
+	lines := bytes.Count(buf[:w], newline) // a line's one newline ends it (format.go escapes the rest)
+	if _, err := l.out.Write(buf[:w]); err != nil {
+		l.writeFailed(err)
+	} else {
+		l.m.written.Add(float64(lines))
+	}
+	if l.offset >= 0 {
+		// Where the file ends now, as the next write will find it:
+		// another writer, or logrotate's copytruncate, may have moved it.
+		if end, err := l.file.Seek(0, io.SeekCurrent); err == nil {
+			l.offset = end
+		} else {
+			l.offset = -1
+		}
+	}
+	l.outBuf = buf[:copy(buf, buf[w:])]
 }
+
+var newline = []byte{'\n'}
 
 // writeFailed counts a failed write and logs it at most every
 // errorLogEvery.

@@ -54,7 +54,7 @@ type buffers struct {
 	// Owned by the writer goroutine.
 	runs    [][][]byte // the chunks last taken, by shard, in order
 	order   []lineRef  // the lines taken, by sequence number
-	outBuf  []byte     // the lines taken, in order
+	outBuf  []byte     // the lines taken, in order, not yet written
 	lastSeq uint64     // the last sequence number taken
 }
 
@@ -225,8 +225,8 @@ func (b *buffers) take() int {
 	return n
 }
 
-// merge returns the n lines taken, in the order of their sequence
-// numbers. The bytes are valid until the next merge.
+// merge appends the n lines taken to outBuf, in the order of their
+// sequence numbers.
 func (b *buffers) merge(n int) []byte {
 	if cap(b.order) < n {
 		b.order = make([]lineRef, n)
@@ -246,9 +246,9 @@ func (b *buffers) merge(n int) []byte {
 		}
 	}
 	b.lastSeq += uint64(n)
-	out := b.outBuf[:0]
-	if cap(out) < size {
-		out = make([]byte, 0, size)
+	out := b.outBuf
+	if cap(out)-len(out) < size {
+		out = append(make([]byte, 0, 2*(len(out)+size)), out...)
 	}
 	for _, r := range b.order {
 		out = append(out, b.runs[r.shard][r.chunk][r.off:r.off+r.n]...)

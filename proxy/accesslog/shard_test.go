@@ -111,6 +111,7 @@ func TestChunksReused(t *testing.T) {
 		}
 		b.merge(b.take())
 		b.recycle()
+		b.outBuf = b.outBuf[:0] // as the writer's write does
 	}
 	if n := len(b.free); n*b.chunk != 8192*lineBytes {
 		t.Errorf("%d chunks of %d bytes free after the last take, want the whole budget", n, b.chunk)
@@ -140,6 +141,7 @@ func TestLongLineKeepsSlab(t *testing.T) {
 			t.Fatalf("merged %d bytes", len(got))
 		}
 		b.recycle()
+		b.outBuf = b.outBuf[:0] // as the writer's write does
 	}
 	if len(b.free) != len(slab) {
 		t.Fatalf("%d chunks free, want the %d made at init", len(b.free), len(slab))
