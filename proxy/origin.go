@@ -131,10 +131,12 @@ const idleCheckAfter = 50 * time.Millisecond
 
 // peerClosed reports whether c, taken from the pool after idleCheckAfter
 // or more, is unfit for a request: the origin closed it (end of file or
-// a reset) or sent something unasked, which on an idle HTTP/1.1
-// connection can only precede a close (a TLS close_notify, a 408). It
-// peeks at the socket without waiting; a connection read within
-// idleCheckAfter, or never read, is taken as open.
+// a reset) or sent something unasked, on an idle HTTP/1.1 connection
+// what precedes a close (a 408, a TLS close_notify; rarely a TLS record
+// the connection would have survived, a session ticket or a key update,
+// which then costs a new connection). It peeks at the socket without
+// waiting; a connection read within idleCheckAfter, or never read, is
+// taken as open.
 func peerClosed(c net.Conn) bool {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()

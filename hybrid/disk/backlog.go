@@ -19,21 +19,18 @@ func (e *Engine) WriteRoom() int64 {
 func (e *Engine) WriteQueueBytes() int64 { return e.opts.QueueBytes }
 
 // FillRoom is how many more bytes of entries the write queue takes while
-// the flushers still count as keeping up (fillQueueBytes), as Filling
-// asks to admit past the steady rate; like WriteRoom, unbounded for a
-// disk out of service. A writer that paces itself on WriteRoom alone
-// keeps the queue between half and full, where admission falls back on
-// its rate and drops what the device had the bandwidth to write.
+// the flushers still count as keeping up (under FillQueueBytes), as
+// Filling asks to admit past the steady rate; like WriteRoom, unbounded
+// for a disk out of service. A writer that paces itself on WriteRoom
+// alone keeps the queue between half and full, where admission falls
+// back on its rate and drops what the device had the bandwidth to write.
 func (e *Engine) FillRoom() int64 {
 	if e.health.down() {
 		return math.MaxInt64
 	}
-	return e.fillQueueBytes() - e.queued.Load()
+	return e.FillQueueBytes() - e.queued.Load()
 }
 
-// fillQueueBytes is the queue depth below which the flushers count as
+// FillQueueBytes is the queue depth below which the flushers count as
 // keeping up (Filling): half of QueueBytes.
-func (e *Engine) fillQueueBytes() int64 { return e.opts.QueueBytes / 2 }
-
-// FillQueueBytes is fillQueueBytes: what FillRoom is at most.
-func (e *Engine) FillQueueBytes() int64 { return e.fillQueueBytes() }
+func (e *Engine) FillQueueBytes() int64 { return e.opts.QueueBytes / 2 }

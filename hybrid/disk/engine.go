@@ -273,7 +273,7 @@ func (e *Engine) admit(h uint64, size int) bool {
 // goroutines admitted at the same moment, at most the queue bound.
 func (e *Engine) Filling() bool {
 	q := e.queued.Load()
-	if q >= e.fillQueueBytes() || e.health.down() {
+	if q >= e.FillQueueBytes() || e.health.down() {
 		return false
 	}
 	if e.rt != nil && e.rt.readsWaiting() {
